@@ -1,0 +1,108 @@
+"""Which functions of a file would ``torch.compile`` trace, and through which call chain.
+
+Entry points: ``forward`` of ``nn.Module`` subclasses (bases resolved through imports and through
+the other files of the run), ``forward``/``backward`` of ``torch.autograd.Function`` subclasses,
+functions decorated with ``torch.compile`` or passed to ``torch.compile(...)``. From there the
+chain follows ``self.method(...)`` calls within the class (and its same-file bases) and calls of
+module-level functions of the same file. Nested functions inherit their parent's chain.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Optional
+
+from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
+from fusionlint.analysis.project import ProjectIndex, is_autograd_function_base, is_torch_module_base
+
+_COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
+_DISABLE_DECORATORS = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
+
+
+def classify_classes(index: FileIndex, project: Optional[ProjectIndex]) -> None:
+    """Set ClassInfo.kind for every top-level class of the file."""
+
+    def kind_of(cls: ClassInfo, seen: frozenset[str]) -> Optional[str]:
+        for base in cls.bases:
+            if is_torch_module_base(base):
+                return "module"
+            if is_autograd_function_base(base):
+                return "autograd_function"
+            local = index.classes.get(base)
+            if local is not None and local.name not in seen:
+                found = kind_of(local, seen | {local.name})
+                if found:
+                    return found
+                continue
+            if project is not None and local is None:
+                found = project.class_kind(base.rsplit(".", 1)[-1])
+                if found:
+                    return found
+        return None
+
+    for cls in index.classes.values():
+        cls.kind = kind_of(cls, frozenset({cls.name}))
+
+
+def _method(index: FileIndex, cls: ClassInfo, name: str, seen: frozenset[str] = frozenset()) -> Optional[FunctionInfo]:
+    """``cls.name`` or the same method inherited from a base class defined in this file."""
+    found = cls.methods.get(name)
+    if found is not None:
+        return found
+    for base in cls.bases:
+        local = index.classes.get(base)
+        if local is not None and local.name not in seen:
+            found = _method(index, local, name, seen | {cls.name})
+            if found is not None:
+                return found
+    return None
+
+
+def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:
+    """Set FunctionInfo.chain/kind for everything torch.compile would trace."""
+    classify_classes(index, project)
+    queue: deque[FunctionInfo] = deque()
+
+    def enter(fn: FunctionInfo, chain: str, kind: str) -> None:
+        if fn.chain is None and not any(d in _DISABLE_DECORATORS for d in fn.decorators):
+            fn.chain, fn.kind = chain, kind
+            queue.append(fn)
+
+    for cls in index.classes.values():
+        if cls.kind == "module" and "forward" in cls.methods:
+            enter(cls.methods["forward"], f"{cls.name}.forward", "forward")
+        elif cls.kind == "autograd_function":
+            for name in ("forward", "backward"):
+                if name in cls.methods:
+                    enter(cls.methods[name], f"{cls.name}.{name}", f"autograd_{name}")
+    for fn in index.functions.values():
+        if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
+            enter(fn, fn.qualname, "compiled")
+    for target in index.compile_targets:
+        fn = index.functions.get(target)
+        if fn is not None:
+            enter(fn, fn.qualname, "compiled")
+        elif target in index.classes and "forward" in index.classes[target].methods:
+            enter(index.classes[target].methods["forward"], f"{target}.forward", "forward")
+
+    while queue:
+        fn = queue.popleft()
+        assert fn.chain is not None
+        for how, name in fn.calls:
+            callee: Optional[FunctionInfo] = None
+            if how == "self" and fn.cls is not None:
+                callee = _method(index, fn.cls, name)
+                label = f"self.{name}"
+            else:
+                callee = index.functions.get(name)
+                label = name
+            if callee is not None:
+                enter(callee, f"{fn.chain} → {label}", "helper")
+    # Nested functions (closures, local helpers) are traced with their parent.
+    for fn in index.functions.values():
+        if fn.chain is None:
+            parent = fn.parent
+            while parent is not None and parent.chain is None:
+                parent = parent.parent
+            if parent is not None:
+                fn.chain, fn.kind = parent.chain, "helper"

@@ -1,0 +1,159 @@
+"""RuleContext: everything a rule handler may ask about the node it is looking at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import libcst as cst
+
+from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo, ParentLink
+from fusionlint.analysis.names import resolve
+from fusionlint.analysis.project import ProjectIndex
+from fusionlint.analysis.tensors import TensorFacts
+from fusionlint.rule import Applicability
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fusionlint.rule import Rule
+
+
+@dataclass(frozen=True)
+class NodeEdit:
+    """Replace the source of ``node`` with ``text`` (positions are resolved after the traversal).
+
+    ``where`` = "replace" | "before" | "after": insert ``text`` before/after the node instead.
+    """
+
+    node: cst.CSTNode
+    text: str
+    where: str = "replace"
+
+
+@dataclass(frozen=True)
+class PendingFix:
+    applicability: Applicability
+    edits: tuple[NodeEdit, ...]
+    title: str = ""
+
+
+@dataclass
+class Report:
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    fix: Optional[PendingFix]
+    chain: Optional[str]
+
+
+class RuleContext:
+    """Handed to every rule handler; cheap to create (one per file, re-pointed per node)."""
+
+    def __init__(self, module: cst.Module, index: FileIndex, project: ProjectIndex, path: str) -> None:
+        self.module = module
+        self.file = index
+        self.project = project
+        self.path = path
+        self.reports: list[Report] = []
+        self.function: Optional[FunctionInfo] = None
+        self.cls: Optional[ClassInfo] = None
+        self._parents: ParentLink = None
+        self._rule: Optional["Rule"] = None
+        self._node: Optional[cst.CSTNode] = None
+
+    # set by the engine before each handler call
+    def _point(self, rule: "Rule", node: cst.CSTNode, function, cls, parents: ParentLink) -> None:
+        self._rule, self._node, self.function, self.cls, self._parents = rule, node, function, cls, parents
+
+    # -- where are we ------------------------------------------------------------------------------
+    @property
+    def chain(self) -> Optional[str]:
+        return self.function.chain if self.function is not None else None
+
+    @property
+    def in_compiled(self) -> bool:
+        return self.chain is not None
+
+    @property
+    def parents(self) -> tuple[cst.CSTNode, ...]:
+        """Ancestors of the current node, nearest first."""
+        out = []
+        link = self._parents
+        while link is not None:
+            out.append(link[0])
+            link = link[1]
+        return tuple(out)
+
+    def iter_parents(self) -> Iterator[cst.CSTNode]:
+        link = self._parents
+        while link is not None:
+            yield link[0]
+            link = link[1]
+
+    @property
+    def parent(self) -> Optional[cst.CSTNode]:
+        return self._parents[0] if self._parents is not None else None
+
+    def statement(self) -> Optional[cst.CSTNode]:
+        """The nearest enclosing small statement (``Expr``, ``Assign``...) or compound statement."""
+        node = self._node
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return node
+        for parent in self.iter_parents():
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return parent
+        return None
+
+    # -- names and values ----------------------------------------------------------------------------
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        return resolve(expr, self.file.aliases)
+
+    def alias_for(self, module: str, default: Optional[str] = None) -> Optional[str]:
+        """The local name bound to ``module`` (``torch`` -> ``torch``, ``numpy`` -> ``np``), if imported."""
+        for local, target in self.file.aliases.items():
+            if target == module:
+                return local
+        return default
+
+    def facts(self, function: Optional[FunctionInfo] = None) -> Optional[TensorFacts]:
+        fn = function or self.function
+        if fn is None:
+            return None
+        if fn._facts is None:
+            fn._facts = TensorFacts(fn, self.file)
+        return fn._facts  # type: ignore[return-value]
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        facts = self.facts()
+        return facts.is_tensor(expr) if facts is not None else False
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def indent(self) -> str:
+        """Indentation (as written) of the statement that contains the current node."""
+        parts = []
+        for parent in self.iter_parents():
+            if isinstance(parent, cst.IndentedBlock):
+                parts.append(parent.indent if parent.indent is not None else self.module.default_indent)
+        return "".join(reversed(parts))
+
+    # -- reporting ---------------------------------------------------------------------------------
+    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[PendingFix] = None) -> None:
+        assert self._rule is not None
+        self.reports.append(Report(self._rule, node, message or self._rule.message, fix, self.chain))
+
+    @staticmethod
+    def replace(node: cst.CSTNode, text: str) -> NodeEdit:
+        return NodeEdit(node, text)
+
+    @staticmethod
+    def insert_before(node: cst.CSTNode, text: str) -> NodeEdit:
+        return NodeEdit(node, text, "before")
+
+    @staticmethod
+    def insert_after(node: cst.CSTNode, text: str) -> NodeEdit:
+        return NodeEdit(node, text, "after")
+
+    @staticmethod
+    def fix(applicability: Applicability, *edits: NodeEdit, title: str = "") -> PendingFix:
+        return PendingFix(applicability, tuple(edits), title)

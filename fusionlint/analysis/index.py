@@ -1,0 +1,233 @@
+"""One traversal of a parsed file: its imports, classes, functions, call graph, and the nodes rules want.
+
+The collector walks the module exactly once. Besides building the FileIndex it records every node
+whose type some enabled rule handles, together with its enclosing function and its parent chain,
+so rules can run afterwards without a second walk, once we know which functions are compiled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.analysis.names import dotted, record_import, resolve
+
+# A parent chain is a linked list (node, rest): recording it for a node costs one tuple.
+ParentLink = Optional[tuple]
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    name: str
+    node: cst.ClassDef
+    bases: list[str]  # resolved through imports
+    kind: Optional[str] = None  # "module" | "autograd_function" | None
+    methods: dict[str, "FunctionInfo"] = field(default_factory=dict)
+    scalar_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)  # self.x = 5.0 in __init__
+    int_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)  # subset of scalar_attrs: ints
+    container_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)  # self.x = [] / {}
+    params: set[str] = field(default_factory=set)
+    buffers: set[str] = field(default_factory=set)
+    tensor_attrs: set[str] = field(default_factory=set)  # self.x = torch.ones(...) in __init__
+    submodules: dict[str, str] = field(default_factory=dict)  # attr -> constructor qualname
+    # attr -> [(method name, Assign/AugAssign node)] for writes to self.<attr>
+    self_attr_writes: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    name: str
+    qualname: str  # "Model.forward", "helper", "Model.forward.<locals>.inner"
+    node: cst.FunctionDef
+    cls: Optional[ClassInfo]
+    parent: Optional["FunctionInfo"] = None  # enclosing function for nested defs
+    decorators: list[str] = field(default_factory=list)
+    calls: list[tuple[str, str]] = field(default_factory=list)  # ("self", "m") or ("name", "f")
+    kind: str = "function"  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper" | "function"
+    chain: Optional[str] = None  # set when compiled: "Model.forward → self._mask"
+    _facts: object = None  # TensorFacts, computed lazily
+
+    @property
+    def compiled(self) -> bool:
+        return self.chain is not None
+
+
+@dataclass
+class Record:
+    node: cst.CSTNode
+    function: Optional[FunctionInfo]
+    cls: Optional[ClassInfo]
+    parents: ParentLink
+
+
+@dataclass
+class FileIndex:
+    aliases: dict[str, str] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)  # by qualname
+    compile_targets: set[str] = field(default_factory=set)  # names passed to torch.compile(...)
+    records: dict[str, list[Record]] = field(default_factory=dict)  # node type name -> records
+
+
+_BUFFER_CALLS = ("register_buffer",)
+_PARAM_CALLS = ("register_parameter",)
+
+
+def _const_number(expr: cst.BaseExpression) -> Optional[str]:
+    """"int"/"float" for a numeric literal (optionally negated), else None."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    if isinstance(expr, cst.Integer):
+        return "int"
+    if isinstance(expr, cst.Float):
+        return "float"
+    return None
+
+
+class Collector(cst.CSTVisitor):
+    """Builds a FileIndex in one pass and records nodes of the ``wanted`` types."""
+
+    def __init__(self, wanted: frozenset[str]) -> None:
+        super().__init__()
+        self.index = FileIndex()
+        self.wanted = wanted
+        self._stack: ParentLink = None
+        self._func: Optional[FunctionInfo] = None
+        self._cls: Optional[ClassInfo] = None
+        self._class_stack: list[Optional[ClassInfo]] = []
+        for name in wanted:
+            self.index.records[name] = []
+
+    # The generic hooks: keep the parent chain and dispatch to the few handlers the index needs.
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        tname = type(node).__name__
+        if tname in self.wanted:
+            self.index.records[tname].append(Record(node, self._func, self._cls, self._stack))
+        handler = getattr(self, "_enter_" + tname, None)
+        if handler is not None:
+            handler(node)
+        self._stack = (node, self._stack)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack = self._stack[1]  # type: ignore[index]
+        handler = getattr(self, "_exit_" + type(original_node).__name__, None)
+        if handler is not None:
+            handler(original_node)
+
+    # imports
+    def _enter_Import(self, node: cst.Import) -> None:
+        record_import(node, self.index.aliases)
+
+    def _enter_ImportFrom(self, node: cst.ImportFrom) -> None:
+        record_import(node, self.index.aliases)
+
+    # classes
+    def _enter_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = []
+        for arg in node.bases:
+            if arg.keyword is None:
+                bases.append(resolve(arg.value, self.index.aliases) or "")
+        info = ClassInfo(node.name.value, node, bases)
+        if self._func is None and self._cls is None:
+            self.index.classes[info.name] = info
+        self._class_stack.append(self._cls)
+        self._cls = info
+
+    def _exit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._cls = self._class_stack.pop()
+
+    # functions
+    def _enter_FunctionDef(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        if self._func is not None:
+            qual = f"{self._func.qualname}.<locals>.{name}"
+            cls = self._func.cls
+        elif self._cls is not None:
+            qual = f"{self._cls.name}.{name}"
+            cls = self._cls
+        else:
+            qual, cls = name, None
+        decorators = []
+        for dec in node.decorators:
+            expr = dec.decorator
+            if isinstance(expr, cst.Call):
+                expr = expr.func
+            decorators.append(resolve(expr, self.index.aliases) or "")
+        info = FunctionInfo(name, qual, node, cls, parent=self._func, decorators=decorators)
+        if self._func is None and self._cls is not None:
+            self._cls.methods.setdefault(name, info)
+        self.index.functions.setdefault(qual, info)
+        self._func = info
+
+    def _exit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        assert self._func is not None
+        self._func = self._func.parent
+
+    # calls: the call graph, torch.compile(fn) targets, register_buffer/parameter
+    def _enter_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            method = func.attr.value
+            if self._func is not None:
+                self._func.calls.append(("self", method))
+            if self._cls is not None and node.args and method in _BUFFER_CALLS + _PARAM_CALLS:
+                first = node.args[0].value
+                if isinstance(first, cst.SimpleString):
+                    attr = first.evaluated_value
+                    if isinstance(attr, str):
+                        (self._cls.buffers if method in _BUFFER_CALLS else self._cls.params).add(attr)
+            return
+        if isinstance(func, cst.Name):
+            if self._func is not None:
+                self._func.calls.append(("name", func.value))
+            return
+        qual = resolve(func, self.index.aliases)
+        if qual == "torch.compile" and node.args:
+            target = dotted(node.args[0].value)
+            if target:
+                self.index.compile_targets.add(target)
+
+    # self.<attr> writes: attribute kinds from __init__, and writes from other methods
+    def _enter_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._self_write(target.target, node, node.value)
+
+    def _enter_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._self_write(node.target, node, node.value)
+
+    def _enter_AugAssign(self, node: cst.AugAssign) -> None:
+        self._self_write(node.target, node, None)
+
+    def _self_write(self, target: cst.BaseExpression, stmt: cst.CSTNode, value) -> None:
+        cls, func = self._cls, self._func
+        if cls is None or func is None:
+            return
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
+            return
+        if target.value.value != "self":
+            return
+        attr = target.attr.value
+        cls.self_attr_writes.setdefault(attr, []).append((func.name, stmt))
+        if func.name != "__init__" or value is None:
+            return
+        number = _const_number(value)
+        if number:
+            cls.scalar_attrs.setdefault(attr, value)
+            if number == "int":
+                cls.int_attrs.setdefault(attr, value)
+            return
+        if isinstance(value, (cst.List, cst.Dict)):
+            cls.container_attrs.setdefault(attr, value)
+            return
+        if isinstance(value, cst.Call):
+            ctor = resolve(value.func, self.index.aliases) or ""
+            if ctor.endswith(("nn.Parameter", "nn.parameter.Parameter")):
+                cls.params.add(attr)
+            elif ctor and ctor.rsplit(".", 1)[-1][:1].isupper():
+                cls.submodules[attr] = ctor
+            elif ctor.startswith("torch."):
+                cls.tensor_attrs.add(attr)

@@ -1,0 +1,65 @@
+"""Resolve names through a file's imports without libcst's QualifiedNameProvider.
+
+QualifiedNameProvider costs several times a parse; rules only need "is this `torch.nn.functional.relu`?",
+which a plain alias map answers: ``F`` -> ``torch.nn.functional``, ``np`` -> ``numpy``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+
+def dotted(expr: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` as written, or None for anything that is not a plain dotted name."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def resolve(expr: cst.BaseExpression, aliases: dict[str, str]) -> Optional[str]:
+    """The dotted name of ``expr`` with its first component replaced through ``aliases``."""
+    name = dotted(expr)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    target = aliases.get(head)
+    if target is None:
+        return name
+    return f"{target}.{rest}" if rest else target
+
+
+def _module_name(node: cst.BaseExpression | cst.ImportStar | None) -> str:
+    if node is None:
+        return ""
+    return dotted(node) or ""  # type: ignore[arg-type]
+
+
+def record_import(node: cst.Import | cst.ImportFrom, aliases: dict[str, str]) -> None:
+    """Add the names an import statement binds to ``aliases``."""
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                aliases[alias.asname.name.value] = full
+            else:
+                # `import torch.nn` binds `torch`
+                head = full.split(".", 1)[0]
+                aliases.setdefault(head, head)
+        return
+    if isinstance(node.names, cst.ImportStar):
+        return
+    base = "." * len(node.relative) + _module_name(node.module)
+    for alias in node.names:
+        name = dotted(alias.name) or ""
+        local = name
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            local = alias.asname.name.value
+        sep = "" if base.endswith(".") else "."
+        aliases[local] = f"{base}{sep}{name}" if base else name

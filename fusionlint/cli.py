@@ -1,0 +1,199 @@
+"""Command line: ``fusionlint check``, ``fusionlint rule CODE``, ``fusionlint rules``.
+
+Exit codes: 0 nothing left to report; 1 findings (or files that could not be linted) remain;
+2 usage, configuration or internal error. User errors print one line to stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from fusionlint import __version__
+from fusionlint.config import ConfigError, Settings, load_settings
+from fusionlint.files import UsageError, atomic_write
+from fusionlint.registry import RuleDefinitionError, all_rules
+from fusionlint.report import FORMATS, renderer
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(values: tuple[str, ...]) -> Optional[list[str]]:
+    """``--select FL101,FL3 --select FL2`` -> ["FL101", "FL3", "FL2"]; None when not given."""
+    if not values:
+        return None
+    out = [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+    return out
+
+
+def _fail(message: str) -> "click.exceptions.Exit":
+    click.echo(f"fusionlint: error: {message}", err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="fusionlint")
+def main() -> None:
+    """Find the code that stops torch.compile from fusing your model, and fix it."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the defaults).")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the selection.")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to FILE.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (and list) unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--quiet", "-q", is_flag=True, help="Print findings only, one line each.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Use this pyproject.toml.")
+@click.option("--category", default=None, help="SARIF automationDetails category (code scanning).")
+def check(
+    paths: tuple[str, ...],
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    fmt: str,
+    output: Optional[Path],
+    fix: bool,
+    unsafe_fixes: Optional[bool],
+    diff: bool,
+    exit_zero: bool,
+    statistics: bool,
+    quiet: bool,
+    config_file: Optional[Path],
+    category: Optional[str],
+) -> None:
+    """Lint PATHS (files or directories; default: the current directory)."""
+    from fusionlint.runner import RunOptions, run
+
+    overrides: dict = {}
+    if (codes := _codes(select)) is not None:
+        overrides["select"] = codes
+    if (codes := _codes(extend_select)) is not None:
+        overrides["extend_select"] = codes
+    if (codes := _codes(ignore)) is not None:
+        overrides["ignore"] = codes
+    if unsafe_fixes is not None:
+        overrides["unsafe_fixes"] = unsafe_fixes
+    targets = list(paths) or ["."]
+    try:
+        start = Path(targets[0])
+        settings = load_settings(start if start.exists() else Path.cwd(), config_file=config_file, overrides=overrides)
+        rules = all_rules()
+        options = RunOptions(fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff)
+        outcome = run(targets, settings, options)
+    except (ConfigError, UsageError) as exc:
+        raise _fail(str(exc))
+    except RuleDefinitionError as exc:
+        raise _fail(f"broken rule definition: {exc}")
+
+    result = outcome.result
+    if diff:
+        text = "".join(outcome.diffs)
+        _emit(text, output)
+        for err in outcome.internal_errors + result.errors:
+            click.echo(f"{err.path}: {err.message}", err=True)
+        code = EXIT_ERROR if outcome.internal_errors else (EXIT_FINDINGS if outcome.diffs else EXIT_CLEAN)
+        raise click.exceptions.Exit(code)
+
+    rendered = renderer(fmt)(
+        result,
+        rules=rules,
+        root=settings.root,
+        tool_version=__version__,
+        options={
+            "color": fmt == "text" and output is None and sys.stdout.isatty(),
+            "quiet": quiet,
+            "statistics": statistics,
+            "category": category,
+        },
+    )
+    try:
+        _emit(rendered, output)
+    except OSError as exc:
+        raise _fail(f"cannot write {output}: {exc.strerror or exc}")
+    for err in outcome.internal_errors:
+        click.echo(f"fusionlint: {err.path}: {err.message}", err=True)
+    if outcome.internal_errors:
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if exit_zero:
+        raise click.exceptions.Exit(EXIT_CLEAN)
+    raise click.exceptions.Exit(EXIT_FINDINGS if result.findings or result.errors else EXIT_CLEAN)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write(output, text)
+
+
+@main.command("rule")
+@click.argument("code")
+def rule_cmd(code: str) -> None:
+    """Explain one rule: what it does, why it hurts (measured), the fix."""
+    rules = all_rules()
+    rule = rules.get(code.upper())
+    if rule is None:
+        raise _fail(f"unknown rule {code!r}; `fusionlint rules` lists them")
+    fix = rule.fix_applicability.value if rule.fix_applicability else "none"
+    click.echo(f"# {rule.code} {rule.name}\n")
+    click.echo(f"Effects: {', '.join(e.value for e in rule.effects) or 'none'}")
+    click.echo(f"Enabled by default: {'yes' if rule.default_enabled else 'no'}   Fix: {fix}   Severity: {rule.severity.value}")
+    if rule.measured_on:
+        click.echo(f"Measured on: {'; '.join(rule.measured_on)}")
+    if rule.gb_ids:
+        click.echo(f"PyTorch graph-break ids: {', '.join(rule.gb_ids)}")
+    click.echo("")
+    click.echo(rule.docs.strip() or rule.message)
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_cmd(fmt: str) -> None:
+    """List every rule with its effect, default, fix availability and where it was measured."""
+    rules = all_rules()
+    if fmt == "json":
+        import json
+
+        rows = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "effects": [e.value for e in r.effects],
+                "default": r.default_enabled,
+                "fix": r.fix_applicability.value if r.fix_applicability else None,
+                "measured_on": list(r.measured_on),
+            }
+            for r in rules.values()
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("code", "name", "effects", "default", "fix", "measured on"):
+        table.add_column(col)
+    for r in rules.values():
+        table.add_row(
+            r.code,
+            r.name,
+            ", ".join(e.value for e in r.effects) or "-",
+            "on" if r.default_enabled else "off",
+            r.fix_applicability.value if r.fix_applicability else "-",
+            "; ".join(r.measured_on) or "-",
+        )
+    Console(highlight=False, soft_wrap=True, width=200 if not sys.stdout.isatty() else None).print(table)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
