@@ -1,0 +1,305 @@
+"""Settings: the ``[tool.fusionlint]`` table of pyproject.toml, overlaid with command-line options.
+
+Modelled on Ruff so users need not learn anything new: the same key names (kebab-case or
+snake_case), prefix selection (``"FL1"`` selects every FL1xx rule, ``"ALL"`` selects all),
+``per-file-ignores`` globs, and "the nearest pyproject.toml with our table wins" discovery.
+Every mistake in the file becomes a ``ConfigError`` naming the file and the key, because a
+typo'd key silently ignored is a rule silently not run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10: the same parser, published as "tomli"
+    import tomli as tomllib
+
+CODE_RE = re.compile(r"^(ALL|FL\d{0,3})$")
+# "package.module:Attr" (the attribute may be dotted: "pkg.mod:Outer.Inner").
+_DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+TARGET_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
+
+_CODE_LIST_KEYS = ("select", "extend_select", "ignore")
+_GLOB_LIST_KEYS = ("exclude", "extend_exclude")
+_BOOL_KEYS = ("unsafe_fixes", "respect_gitignore")
+_TABLE_KEYS = ("per_file_ignores", "confirm", "examples")
+KNOWN_KEYS = _CODE_LIST_KEYS + _GLOB_LIST_KEYS + _BOOL_KEYS + _TABLE_KEYS
+
+
+class ConfigError(Exception):
+    """Invalid configuration; the message names the file and the offending key (exit code 2)."""
+
+
+@dataclass
+class Settings:
+    root: Path
+    config_path: Optional[Path] = None
+    select: Optional[list[str]] = None  # None: the rules enabled by default
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)
+    extend_exclude: list[str] = field(default_factory=list)
+    unsafe_fixes: bool = False
+    respect_gitignore: bool = True
+    # The raw [tool.fusionlint.confirm] table: the confirm pass owns its keys.
+    confirm: dict = field(default_factory=dict)
+    # [tool.fusionlint.examples]: "pkg.mod:Model" -> "pkg.mod:make_example"
+    examples: dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def _has_our_table(pyproject: Path) -> bool:
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "fusionlint" not in text:  # most pyproject files: no need to parse them
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        # It mentions us but does not parse: pick it, so load_settings reports the error
+        # instead of silently falling back to defaults.
+        return True
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "fusionlint" in tool
+
+
+def find_pyproject(start: Path) -> Optional[Path]:
+    """The pyproject.toml that configures files under ``start`` (a file or a directory).
+
+    Walks up to the filesystem root: the first pyproject.toml holding a ``[tool.fusionlint]``
+    table wins; if none does, the nearest pyproject.toml (it still fixes the project root).
+    Choice: the walk does not stop at the repository root (a directory with ``.git``), as in
+    Ruff; a config above the repository is something the user put there on purpose.
+    """
+    start = Path(os.path.abspath(start))
+    current = start if start.is_dir() else start.parent
+    nearest: Optional[Path] = None
+    while True:
+        candidate = current / "pyproject.toml"
+        if candidate.is_file():
+            if _has_our_table(candidate):
+                return candidate
+            if nearest is None:
+                nearest = candidate
+        if current.parent == current:
+            return nearest
+        current = current.parent
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _label(config_path: Optional[Path]) -> str:
+    if config_path is None:
+        return "command line"
+    try:
+        return Path(os.path.relpath(config_path)).as_posix()
+    except ValueError:  # another drive on Windows
+        return config_path.as_posix()
+
+
+def _codes(value: Any, where: str, key: str) -> list[str]:
+    what = f"{where} '{key}' must be a list of rule codes"
+    if not isinstance(value, list):
+        raise ConfigError(f"{what}, got {value!r}")
+    codes = []
+    for item in value:
+        # Case-insensitive like the suppression comments; stored upper-case.
+        if not isinstance(item, str) or not CODE_RE.match(item.strip().upper()):
+            raise ConfigError(f"{what}, got {item!r}")
+        codes.append(item.strip().upper())
+    return codes
+
+
+def _strings(value: Any, where: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} '{key}' must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def _validate(key: str, shown: str, value: Any, where: str) -> Any:
+    """Check one value; ``key`` is the snake_case name, ``shown`` the spelling the user used."""
+    if key in _CODE_LIST_KEYS:
+        return _codes(value, where, shown)
+    if key in _GLOB_LIST_KEYS:
+        return _strings(value, where, shown)
+    if key in _BOOL_KEYS:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} '{shown}' must be true or false, got {value!r}")
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} '{shown}' must be a table, got {value!r}")
+    if key == "per_file_ignores":
+        return {
+            str(glob): _codes(codes, where, f"{shown}.{glob}") for glob, codes in value.items()
+        }
+    if key == "examples":
+        out = {}
+        for model, factory in value.items():
+            for side in (model, factory):
+                if not isinstance(side, str) or not TARGET_RE.match(side):
+                    raise ConfigError(
+                        f"{where} '{shown}' entries must look like "
+                        f'"package.module:Model" = "package.module:make_example", got {side!r}'
+                    )
+            out[model] = factory
+        return out
+    return dict(value)  # confirm: only its shape is ours to check; the confirm pass reads it
+
+
+def _normalise(table: dict, where: str) -> dict[str, tuple[str, Any]]:
+    """Map each key to snake_case, rejecting unknown keys and kebab/snake duplicates."""
+    out: dict[str, tuple[str, Any]] = {}
+    for raw_key, value in table.items():
+        key = raw_key.replace("-", "_")
+        if key not in KNOWN_KEYS:
+            # Suggest in the spelling the user chose.
+            spelled = [k.replace("_", "-") if "-" in raw_key else k for k in KNOWN_KEYS]
+            close = difflib.get_close_matches(raw_key, spelled, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{where} unknown key '{raw_key}'{hint}")
+        if key in out:
+            raise ConfigError(f"{where} '{raw_key}' is given twice (as '{out[key][0]}' too)")
+        out[key] = (raw_key, value)
+    return out
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_settings(
+    start: Path,
+    *,
+    config_file: Optional[Path] = None,
+    overrides: Optional[dict] = None,
+) -> Settings:
+    """Settings for linting ``start``: the config file found from it (or ``config_file``),
+    then ``overrides`` (command-line options, snake_case keys; ``None`` values mean "not given").
+
+    Command-line ``select`` replaces the file's select, extend-select and ignore (Ruff's
+    layering: a later ``select`` starts afresh); ``extend_select``, ``ignore``,
+    ``extend_exclude`` and ``per_file_ignores`` from the command line add to the file's;
+    the other keys replace the file's value.
+    """
+    if config_file is not None:
+        path: Optional[Path] = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path.as_posix()}")
+    else:
+        path = find_pyproject(start)
+
+    if path is None:
+        settings = Settings(root=Path.cwd())
+    else:
+        settings = Settings(root=Path(os.path.abspath(path)).parent, config_path=path)
+        _apply_file(settings, path)
+    if overrides:
+        _apply_overrides(settings, overrides)
+    return settings
+
+
+def _apply_file(settings: Settings, path: Path) -> None:
+    label = _label(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{label}: cannot read file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{label}: not valid UTF-8 (byte offset {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message already ends in "(at line L, column C)".
+        raise ConfigError(f"{label}: invalid TOML: {exc}") from None
+    tool = data.get("tool", {})
+    table = tool.get("fusionlint") if isinstance(tool, dict) else None
+    if table is None:
+        return
+    where = f"{label}: [tool.fusionlint]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{label}: 'tool.fusionlint' must be a table, got {table!r}")
+    for key, (shown, value) in _normalise(table, where).items():
+        setattr(settings, key, _validate(key, shown, value, where))
+
+
+def _apply_overrides(settings: Settings, overrides: dict) -> None:
+    where = "command line:"
+    given = {k: v for k, v in overrides.items() if v is not None}
+    for key in given:
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{where} unknown setting '{key}'")
+    values = {key: _validate(key, key, value, where) for key, value in given.items()}
+    if "select" in values:
+        settings.select = values.pop("select")
+        settings.extend_select = []
+        settings.ignore = []
+    for key in ("extend_select", "ignore", "extend_exclude"):
+        if key in values:
+            setattr(settings, key, getattr(settings, key) + values.pop(key))
+    if "per_file_ignores" in values:
+        merged = {g: list(c) for g, c in settings.per_file_ignores.items()}
+        for glob, codes in values.pop("per_file_ignores").items():
+            merged.setdefault(glob, []).extend(codes)
+        settings.per_file_ignores = merged
+    for key, value in values.items():
+        setattr(settings, key, value)
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def _matches(selector: str, code: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
+
+
+def path_matches(pattern: str, path: str) -> bool:
+    """per-file-ignores glob test on a root-relative POSIX path.
+
+    fnmatch semantics (``*`` crosses ``/``); a pattern without ``/`` also matches the
+    basename, so ``"conftest.py"`` applies at any depth; a trailing ``/`` means "everything below".
+    """
+    if pattern.endswith("/"):
+        pattern += "*"
+    if fnmatch.fnmatchcase(path, pattern):
+        return True
+    return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
+
+
+def is_selected(code: str, settings: Settings, *, default_enabled: bool, path: str) -> bool:
+    """Whether rule ``code`` runs on ``path`` (root-relative POSIX).
+
+    On if (no ``select`` and the rule is on by default) or a ``select``/``extend-select``
+    entry matches (exact, prefix, or ``ALL``); then off if an ``ignore`` entry or a matching
+    ``per-file-ignores`` entry matches. Ignore wins over select, whatever the specificity:
+    one simple rule to remember (Ruff orders the same way within one config source).
+    """
+    code = code.upper()
+    if not _is_on(code, settings, default_enabled):
+        return False
+    if any(_matches(s, code) for s in settings.ignore):
+        return False
+    for pattern, codes in settings.per_file_ignores.items():
+        if any(_matches(s, code) for s in codes) and path_matches(pattern, path):
+            return False
+    return True
+
+
+def _is_on(code: str, settings: Settings, default_enabled: bool) -> bool:
+    if settings.select is None:
+        if default_enabled:
+            return True
+    elif any(_matches(s, code) for s in settings.select):
+        return True
+    return any(_matches(s, code) for s in settings.extend_select)
