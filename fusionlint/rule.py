@@ -137,6 +137,9 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     fix_applicability: ClassVar[Optional[Applicability]] = None  # None: no fix offered
     scope: ClassVar[str] = "compiled"  # "compiled" or "file"
+    # False for rules whose findings come only from the confirm pass (FL900): they have no
+    # VALID/INVALID examples to run statically.
+    static: ClassVar[bool] = True
     # The file is skipped before parsing unless it contains one of these substrings.
     triggers: ClassVar[tuple[str, ...]] = ()
     gb_ids: ClassVar[tuple[str, ...]] = ()  # PyTorch graph-break registry ids, e.g. ("GB0124",)

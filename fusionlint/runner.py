@@ -11,7 +11,7 @@ from fusionlint import config as config_mod
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.config import Settings
 from fusionlint.engine import Engine
-from fusionlint.files import SourceError, atomic_write, discover, display_path, read_source
+from fusionlint.files import SourceError, atomic_write, discover, display_path, read_source_encoded
 from fusionlint.fixes import fix_source
 from fusionlint.registry import all_rules, unknown_selectors
 from fusionlint.rule import FileError, Finding, Rule, RunResult
@@ -56,20 +56,20 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         respect_gitignore=settings.respect_gitignore,
     )
     out = Run(RunResult(errors=list(errors)))
-    sources: list[tuple[Path, str, str]] = []
+    sources: list[tuple[Path, str, str, str]] = []
     project = ProjectIndex()
     for path in files:
         shown = display_path(path, settings.root)
         try:
-            text = read_source(path)
+            text, encoding = read_source_encoded(path)
         except SourceError as exc:
             out.result.errors.append(FileError(shown, str(exc), exc.line))
             continue
         project.add_file(shown, text)
-        sources.append((path, shown, text))
+        sources.append((path, shown, text, encoding))
     engine = Engine(rules, project)
 
-    for path, shown, text in sources:
+    for path, shown, text, encoding in sources:
         out.result.files_checked += 1
 
         def lint(source: str, shown: str = shown) -> list[Finding]:
@@ -87,7 +87,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             out.internal_errors.append(FileError(shown, f"internal error: {type(exc).__name__}: {exc}", code="internal"))
             continue
         if options.fix and findings:
-            findings = _fix_file(path, shown, text, findings, lint, options, out)
+            findings = _fix_file(path, shown, text, encoding, findings, lint, options, out)
         out.result.findings.extend(findings)
     out.result.findings.sort(key=lambda f: f.sort_key)
     return out
@@ -99,7 +99,7 @@ class _LintFailed(Exception):
         self.error = error
 
 
-def _fix_file(path: Path, shown: str, text: str, findings: list[Finding], lint, options: RunOptions, out: Run) -> list[Finding]:
+def _fix_file(path: Path, shown: str, text: str, encoding: str, findings: list[Finding], lint, options: RunOptions, out: Run) -> list[Finding]:
     try:
         outcome = fix_source(text, lint, unsafe=options.unsafe_fixes, findings=findings)
     except _LintFailed as failed:  # a fix produced something our own parser rejects
@@ -124,7 +124,7 @@ def _fix_file(path: Path, shown: str, text: str, findings: list[Finding], lint, 
         )
         return findings  # nothing written: what was found is still there
     try:
-        atomic_write(path, outcome.source)
+        atomic_write(path, outcome.source, encoding=encoding)  # same bytes back: cookie, BOM kept
     except OSError as exc:
         out.result.errors.append(FileError(shown, f"cannot write fixed file: {exc.strerror or exc}"))
         return findings
