@@ -69,9 +69,7 @@ class Engine:
 
     def _run_rules(self, module: cst.Module, rules: list[type[Rule]], path: str) -> list[Report]:
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
-        collector = Collector(wanted)
-        module.visit(collector)
-        index = collector.index
+        index = Collector(wanted).collect(module)
         mark_compiled(index, self.project)
         ctx = RuleContext(module, index, self.project, path)
         for rule_cls in rules:

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
 
 # Calls and attributes whose result usually has non-contiguous strides.
@@ -141,24 +142,17 @@ def _assignments(fn: cst.FunctionDef) -> dict[str, list[Optional[str]]]:
     """name -> permuting op of each plain assignment to it in the function (None: not permuting)."""
     found: dict[str, list[Optional[str]]] = {}
 
-    class Walker(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+    for node in iter_nodes(fn.body, (cst.Assign, cst.AugAssign, cst.For)):
+        if isinstance(node, cst.Assign):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     found.setdefault(target.target.value, []).append(_permuted(node.value))
-                else:  # tuple targets etc.: record the names as "not permuting"
+                else:  # tuple targets etc.: the names are bound to something else
                     for name in _names(target.target):
                         found.setdefault(name, []).append(None)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        else:
             for name in _names(node.target):
                 found.setdefault(name, []).append(None)
-
-        def visit_For(self, node: cst.For) -> None:
-            for name in _names(node.target):
-                found.setdefault(name, []).append(None)
-
-    fn.body.visit(Walker())
     for param in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
         found.setdefault(param.name.value, []).append(None)
     return found

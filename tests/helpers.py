@@ -19,3 +19,19 @@ def lint(source: str, rules: list[type[Rule]], path: str = "snippet.py", project
 
 def fixed(source: str, rules: list[type[Rule]], *, unsafe: bool = True) -> str:
     return fix_source(source, lambda text: lint(text, rules), unsafe=unsafe).source
+
+
+def need(module: str, why: str):
+    """Import an optional test dependency. Outside CI a missing one skips with the reason; in CI
+    (CI=true, set by .ci/run) it fails, so a missing dependency can never hide behind a skip."""
+    import importlib
+    import os
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail(f"{module} is required in CI: {why}")
+        pytest.skip(f"{module} not installed: {why}")

@@ -18,10 +18,9 @@ FL101 = all_rules()["FL101"]
 
 def index_of(source: str, project: ProjectIndex | None = None):
     module = cst.parse_module(source)
-    collector = Collector(frozenset())
-    module.visit(collector)
-    mark_compiled(collector.index, project)
-    return collector.index
+    index = Collector(frozenset()).collect(module)
+    mark_compiled(index, project)
+    return index
 
 
 def test_chain_follows_self_calls_and_module_functions():

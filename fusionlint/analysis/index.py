@@ -13,6 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.names import dotted, record_import, resolve
+from fusionlint.analysis.walk import walk
 
 # A parent chain is a linked list (node, rest): recording it for a node costs one tuple.
 ParentLink = Optional[tuple]
@@ -86,11 +87,14 @@ def _const_number(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-class Collector(cst.CSTVisitor):
-    """Builds a FileIndex in one pass and records nodes of the ``wanted`` types."""
+class Collector:
+    """Builds a FileIndex in one pass and records nodes of the ``wanted`` types.
+
+    Driven by ``fusionlint.analysis.walk.walk`` (``collect(module)``), not libcst's visitor, which
+    rebuilds every node it passes.
+    """
 
     def __init__(self, wanted: frozenset[str]) -> None:
-        super().__init__()
         self.index = FileIndex()
         self.wanted = wanted
         self._stack: ParentLink = None
@@ -99,6 +103,10 @@ class Collector(cst.CSTVisitor):
         self._class_stack: list[Optional[ClassInfo]] = []
         for name in wanted:
             self.index.records[name] = []
+
+    def collect(self, module: cst.Module) -> FileIndex:
+        walk(module, self.on_visit, self.on_leave)
+        return self.index
 
     # The generic hooks: keep the parent chain and dispatch to the few handlers the index needs.
     def on_visit(self, node: cst.CSTNode) -> bool:

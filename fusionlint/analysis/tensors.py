@@ -14,6 +14,7 @@ import libcst as cst
 
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.names import resolve
+from fusionlint.analysis.walk import iter_nodes
 
 # Tensor methods/attributes whose result is not a tensor.
 NON_TENSOR_METHODS = frozenset(
@@ -118,29 +119,14 @@ class TensorFacts:
         pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
         fors: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
 
-        class Walker(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is outer  # do not descend into nested defs
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for t in node.targets:
-                    pairs.append((t.target, node.value))
-
-            def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-                if node.value is not None:
-                    pairs.append((node.target, node.value))
-
-            def visit_AugAssign(self, node: cst.AugAssign) -> None:
-                pairs.append((node.target, node.value))
-
-            def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-                pairs.append((node.target, node.value))
-
-            def visit_For(self, node: cst.For) -> None:
+        kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For)
+        for node in iter_nodes(self.fn.node.body, kinds):
+            if isinstance(node, cst.Assign):
+                pairs.extend((t.target, node.value) for t in node.targets)
+            elif isinstance(node, cst.For):
                 fors.append((node.target, node.iter))
-
-        outer = self.fn.node
-        outer.visit(Walker())
+            elif node.value is not None:  # AnnAssign without a value binds nothing
+                pairs.append((node.target, node.value))
         for _ in range(3):  # fixpoint: later assignments may feed earlier-listed ones
             before = len(self.names)
             for target, value in pairs:
