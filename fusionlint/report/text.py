@@ -45,7 +45,9 @@ def _finding(f: Finding, sources: _Sources, show_source: bool) -> Text:
     out.append(f"{f.path}:{f.line}:{f.column}: ", style="bold")
     out.append(f.code, style=_SEVERITY_STYLE.get(f.severity.value, "bold"))
     out.append(f" {f.message}\n")
-    src = sources.line(f.path, f.line) if show_source else None
+    if not show_source:  # --quiet: one line per finding
+        return out
+    src = sources.line(f.path, f.line)
     if src is not None:
         gutter = " " * len(str(f.line))
         end = f.end_column if f.end_line == f.line else len(src) + 1
@@ -101,7 +103,7 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
             console.print(f"{n:>5}  {code}  {mark} {name}")
     else:
         for f in result.findings:
-            console.print(_finding(f, sources, show_source=not quiet), end="" if not quiet else "\n")
+            console.print(_finding(f, sources, show_source=not quiet), end="")
             if not quiet:
                 console.print()
     if not quiet:
