@@ -14,6 +14,7 @@ import click
 
 from fusionlint import __version__
 from fusionlint.config import ConfigError, Settings, load_settings
+from fusionlint.confirm.cli import ConfirmCLI, ConfirmError, confirm_options, merge_command
 from fusionlint.files import UsageError, atomic_write
 from fusionlint.registry import RuleDefinitionError, all_rules
 from fusionlint.report import FORMATS, renderer
@@ -55,6 +56,7 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, one line each.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Use this pyproject.toml.")
 @click.option("--category", default=None, help="SARIF automationDetails category (code scanning).")
+@confirm_options  # confirm pass: --confirm, --confirm-on-gpu, --device, --jobs, --shard, --report, --verify ...
 def check(
     paths: tuple[str, ...],
     select: tuple[str, ...],
@@ -70,6 +72,7 @@ def check(
     quiet: bool,
     config_file: Optional[Path],
     category: Optional[str],
+    **confirm_kw,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory)."""
     from fusionlint.runner import RunOptions, run
@@ -88,9 +91,13 @@ def check(
         start = Path(targets[0])
         settings = load_settings(start if start.exists() else Path.cwd(), config_file=config_file, overrides=overrides)
         rules = all_rules()
-        options = RunOptions(fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff)
+        confirm = ConfirmCLI(confirm_kw, fix=fix or diff)  # --- confirm pass (fusionlint/confirm/cli.py)
+        options = RunOptions(
+            fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff, verify_fix=confirm.verify_hook(settings)
+        )
         outcome = run(targets, settings, options)
-    except (ConfigError, UsageError) as exc:
+        confirm.run(outcome.result, settings)  # --- end confirm pass
+    except (ConfigError, UsageError, ConfirmError) as exc:
         raise _fail(str(exc))
     except RuleDefinitionError as exc:
         raise _fail(f"broken rule definition: {exc}")
@@ -114,6 +121,7 @@ def check(
             "quiet": quiet,
             "statistics": statistics,
             "category": category,
+            "internal_errors": outcome.internal_errors,
         },
     )
     try:
@@ -134,6 +142,9 @@ def _emit(text: str, output: Optional[Path]) -> None:
         click.echo(text, nl=False)
     else:
         atomic_write(output, text)
+
+
+main.add_command(merge_command)  # `fusionlint merge a.json b.json` (confirm shards)
 
 
 @main.command("rule")

@@ -14,4 +14,11 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "scripts/test.sh: could not install chromium" >&2
 fi
 
+# SARIF files are also checked with Microsoft's SARIF multitool (npm registry), when npm is here.
+if ! command -v sarif-multitool >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  echo "scripts/test.sh: installing @microsoft/sarif-multitool for the SARIF validation test" >&2
+  npm install -g --silent @microsoft/sarif-multitool@5.7.0 >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install @microsoft/sarif-multitool" >&2
+fi
+
 exec "$PY" -m pytest "$@"

@@ -1,0 +1,128 @@
+"""fusionlint's SARIF through Microsoft's SARIF multitool (`validate`), when it is installed.
+
+Install it once with ``npm install -g @microsoft/sarif-multitool@5.7.0`` (or without -g in the
+repository root: npx finds ``node_modules/.bin`` too). When ``npx`` or the installed
+``sarif-multitool`` is missing the tests skip, except in CI (``CI`` set) where they fail; they
+never let npx fetch the package itself (network in the middle of a test run).
+
+The multitool exits 0 even when its rules fire, so the tests read its output SARIF file. They
+run the SARIF rules and the GitHub ingestion rules (``--rule-kind "Sarif;Gh"``) at levels error
+and warning; the note-level advice (Pascal-case rule names, code snippets, reachable help URIs,
+version-control provenance) is about optional polish and not checked. The multitool is given
+the vendored OASIS schema (``-j``): without it, it validates nothing against the schema.
+Caveat seen with 5.7.0: a log it cannot deserialize at all (e.g. ``"level": "severe"``) yields
+an empty, "clean" output; the jsonschema tests in test_sarif.py catch those.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_sarif import RULES, sample_run
+
+from fusionlint.report import sarif
+from fusionlint.rule import RunResult
+
+SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+REPO = Path(__file__).resolve().parent.parent
+
+INSTALL = "npm install -g @microsoft/sarif-multitool@5.7.0"
+
+
+def _missing(reason: str) -> None:
+    # Outside CI a missing tool skips with the reason; in CI (CI=true, set by .ci/run) it fails,
+    # so the multitool check can never silently disappear from CI.
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI needs it: {INSTALL}", pytrace=False)
+    pytest.skip(f"{reason}; to run these tests: {INSTALL}", allow_module_level=True)
+
+
+if shutil.which("npx") is None:
+    _missing("npx is not on PATH (install Node.js)")
+elif shutil.which("sarif-multitool") is None and not (REPO / "node_modules" / ".bin" / "sarif-multitool").exists():
+    # npx would try to download the package from the npm registry: not in the middle of a test.
+    _missing("the SARIF multitool is not installed")
+
+
+def multitool_findings(log_file: Path, out_dir: Path) -> list[str]:
+    """Error- and warning-level findings of `sarif-multitool validate` on one SARIF file."""
+    output = out_dir / (log_file.stem + ".validation.sarif")
+    # bin.js of the npm package passes its arguments through a shell: quote the ';' lists.
+    command = [
+        "npx", "sarif-multitool", "validate",
+        "--json-schema", str(SCHEMA),
+        "--rule-kind", '"Sarif;Gh"',
+        "--level", '"Error;Warning"',
+        "--log", "ForceOverwrite",
+        "--output", str(output),
+        str(log_file),
+    ]
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(output.read_text(encoding="utf-8-sig"))
+    (run,) = report["runs"]
+    assert run["tool"]["driver"]["name"] == "Sarif.Multitool"
+    assert run["invocations"][0]["executionSuccessful"] is True, proc.stdout
+    rules = run["tool"]["driver"].get("rules", [])
+    found = []
+    for result in run["results"]:
+        rule = rules[result["ruleIndex"]] if "ruleIndex" in result else {}
+        message = result["message"]
+        template = rule.get("messageStrings", {}).get(message.get("id"), {}).get("text", "")
+        found.append(f"{result['ruleId']} {result.get('level', 'warning')}: {template} {message.get('arguments')}")
+    return found
+
+
+def test_sample_log_passes_the_multitool(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    text = sarif.render(sample_run(root), rules=RULES, root=root, tool_version="0.1.0",
+                        options={"category": "fusionlint"})
+    log_file = tmp_path / "sample.sarif"
+    log_file.write_text(text, encoding="utf-8")
+    assert multitool_findings(log_file, tmp_path) == []
+
+
+def test_empty_log_passes_the_multitool(tmp_path):
+    text = sarif.render(RunResult(), rules=RULES, root=tmp_path, tool_version="0.1.0")
+    log_file = tmp_path / "empty.sarif"
+    log_file.write_text(text, encoding="utf-8")
+    assert multitool_findings(log_file, tmp_path) == []
+
+
+def test_the_multitool_does_report_a_broken_log(tmp_path):
+    """Proof that an empty finding list above means something."""
+    root = tmp_path / "root"
+    root.mkdir()
+    log = json.loads(sarif.render(sample_run(root), rules=RULES, root=root, tool_version="0.1.0"))
+    region = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
+    region["endLine"] = region["startLine"] - 1  # end before start
+    del log["runs"][0]["tool"]["driver"]["rules"][0]["fullDescription"]  # GitHub requires it
+    log_file = tmp_path / "broken.sarif"
+    log_file.write_text(json.dumps(log), encoding="utf-8")
+    found = multitool_findings(log_file, tmp_path)
+    assert any(f.startswith("SARIF1007 error") for f in found), found
+    assert any(f.startswith("GH2012 error") for f in found), found
+
+
+def test_cli_output_on_fixtures_passes_the_multitool(tmp_path):
+    cli = REPO / "fusionlint" / "cli.py"
+    if not cli.exists():
+        pytest.fail("fusionlint/cli.py does not exist yet: `fusionlint check --format sarif` is needed")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from fusionlint.cli import main; main()",
+         "check", "fixtures", "--format", "sarif"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    log_file = tmp_path / "fixtures.sarif"
+    log_file.write_text(proc.stdout, encoding="utf-8")
+    assert json.loads(proc.stdout)["runs"][0]["results"], "the fixtures should produce findings"
+    assert multitool_findings(log_file, tmp_path) == []
