@@ -109,7 +109,7 @@ class Engine:
                     code=rule.code,
                     name=rule.name,
                     message=report.message,
-                    effects=tuple(rule.effects),
+                    effects=tuple(report.effects if report.effects is not None else rule.effects),
                     severity=rule.severity,
                     context=report.chain,
                     fix=fix,

@@ -100,6 +100,8 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
+        if ctx.autograd_function is not None:
+            return  # FL108 reports these, naming the Function; one construct, one finding
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _METHODS and not node.args:
             receiver = func.value

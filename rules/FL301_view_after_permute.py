@@ -16,25 +16,92 @@ _PERMUTING_ATTRS = frozenset({"T", "mT", "H", "mH"})
 _STRIDE_PRESERVING = frozenset({"float", "half", "bfloat16", "double", "to", "type_as", "detach", "clone"})
 
 
-def _permuted(expr: cst.BaseExpression) -> Optional[str]:
-    """The permuting op that produced ``expr`` directly (through stride-preserving calls), if any."""
+def _permuting_node(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The permute/transpose call (or ``.T``-style attribute) that produced ``expr``, looking
+    through stride-preserving calls (``.float()``, ``.to()``...), if any."""
     while True:
         if isinstance(expr, cst.Attribute) and expr.attr.value in _PERMUTING_ATTRS:
-            return "." + expr.attr.value
+            return expr
         if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
             return None
         method = expr.func.attr.value
         if method in _PERMUTING_METHODS:
-            return f".{method}()"
+            return expr
         if method not in _STRIDE_PRESERVING or (method == "clone" and expr.args):
             return None
         expr = expr.func.value
 
 
+def _op_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return "." + node.attr.value
+    return f".{node.func.attr.value}()"  # type: ignore[union-attr]
+
+
+def _int(expr: cst.BaseExpression) -> Optional[int]:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value)
+    return None
+
+
+def _shape_args(call: cst.Call) -> Optional[list[cst.BaseExpression]]:
+    """The dimensions passed to view/reshape/permute (``f(a, b)`` or ``f((a, b))``); None when starred."""
+    args = list(call.args)
+    if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)):
+        elements = args[0].value.elements
+        if any(isinstance(e, cst.StarredElement) for e in elements):
+            return None
+        return [e.value for e in elements]
+    if any(a.star or a.keyword for a in args):
+        return None
+    return [a.value for a in args]
+
+
+def _permutation(node: cst.BaseExpression, rank: Optional[int]) -> Optional[list[int]]:
+    """Source dimension of each output dimension of the permuting op, when it can be known."""
+    if isinstance(node, cst.Attribute):
+        name = node.attr.value
+        if rank is None:
+            return None
+        if name in ("T", "H"):
+            return list(reversed(range(rank)))
+        perm = list(range(rank))  # mT / mH: swap the last two
+        if rank >= 2:
+            perm[-2], perm[-1] = perm[-1], perm[-2]
+        return perm
+    method = node.func.attr.value  # type: ignore[union-attr]
+    if method == "permute":
+        dims = _shape_args(node)  # type: ignore[arg-type]
+        if dims is None:
+            return None
+        ints = [_int(d) for d in dims]
+        if any(i is None for i in ints):
+            return None
+        n = len(ints)
+        return [i % n for i in ints]  # type: ignore[operator]
+    if method == "t":
+        return [1, 0]
+    if rank is None or len(node.args) != 2:  # type: ignore[union-attr]
+        return None
+    a, b = (_int(arg.value) for arg in node.args)  # type: ignore[union-attr]
+    if a is None or b is None or not (-rank <= a < rank and -rank <= b < rank):
+        return None
+    a, b = a % rank, b % rank
+    perm = list(range(rank))
+    if method in ("movedim", "moveaxis"):
+        perm.remove(a)
+        perm.insert(b, a)
+    else:  # transpose / swapaxes / swapdims
+        perm[a], perm[b] = perm[b], perm[a]
+    return perm
+
+
 class ViewAfterPermute(Rule):
     code = "FL301"
     name = "view-after-permute"
-    message = "`.view()` on a permuted tensor raises at runtime; use `.reshape()`"
+    message = "`.view()` merges dimensions a permute made non-adjacent: it raises at runtime; use `.reshape()`"
     effects = (Effect.RUNTIME_ERROR,)
     severity = Severity.ERROR
     fix_applicability = Applicability.SAFE
@@ -43,8 +110,15 @@ class ViewAfterPermute(Rule):
     docs = """
 ## What it does
 Flags `.view(...)` applied to the result of `permute`, `transpose`, `movedim`, `swapaxes`,
-`.t()`, `.T` or `.mT` (directly, or through a local name assigned from one), in code that
-`torch.compile` traces.
+`.t()`, `.T` or `.mT` (directly, or through a local name assigned once from one), in code that
+`torch.compile` traces, when the view must merge dimensions that the permutation made
+non-adjacent in memory.
+
+A view may split any dimension and may merge neighbours that are still neighbours in memory, so
+`(B, HW, C).transpose(1, 2).view(B, C, H, W)` and `x.permute(0, 2, 3, 1).view(1, -1, C)` are
+legal and not flagged. The rule works out the permutation and the ranks from the code (literal
+dims, `b, n, c = x.shape`, earlier `view`/`reshape`/`permute`/`unbind`); when it cannot tell
+the rank, it stays quiet rather than guess.
 
 ## Why is this bad?
 Those ops return a tensor with permuted strides; `.view()` needs strides compatible with the new
@@ -87,6 +161,16 @@ and keep aliasing its input under `.reshape()`.
         "    def forward(self, x):\n        return x.t().view(torch.int32)\n",
         # outside compiled code
         "import torch\ndef prep(x):\n    return x.permute(0, 2, 1).view(-1)\n",
+        # splitting a dim of a transposed tensor is stride-compatible: (B, HW, C) -> (B, C, H, W)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, h: int, w: int):\n        b, hw, c = x.shape\n"
+        "        return x.transpose(1, 2).view(b, c, h, w)\n",
+        # merging H and W, which stay adjacent after permute(0, 2, 3, 1): legal
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x.permute(0, 2, 3, 1).view(1, -1, x.shape[1])\n",
+        # rank unknown: cannot tell whether the view merges the swapped dims, so no finding
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x.transpose(1, 2).view(x.shape[0], -1)\n",
     ]
     INVALID = [
         Invalid(
@@ -98,15 +182,17 @@ and keep aliasing its input under `.reshape()`.
         ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
-            "    def forward(self, q):\n        out = q.transpose(1, 2)\n        return out.view(q.shape[0], q.shape[2], -1)\n",
+            "    def forward(self, q):\n        b, h, n, d = q.shape\n        out = q.transpose(1, 2)\n"
+            "        return out.view(b, n, h * d)\n",
             expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n"
-            "    def forward(self, q):\n        out = q.transpose(1, 2)\n        return out.reshape(q.shape[0], q.shape[2], -1)\n",
-            line=6,
+            "    def forward(self, q):\n        b, h, n, d = q.shape\n        out = q.transpose(1, 2)\n"
+            "        return out.reshape(b, n, h * d)\n",
+            line=7,
         ),
         Invalid(
-            "import torch\n\n@torch.compile\ndef f(x):\n    return x.mT.float().view(-1)\n",
-            expected_fix="import torch\n\n@torch.compile\ndef f(x):\n    return x.mT.float().reshape(-1)\n",
-            line=5,
+            "import torch\n\n@torch.compile\ndef f(x):\n    y = x.view(4, 8, 16)\n    return y.mT.float().view(-1)\n",
+            expected_fix="import torch\n\n@torch.compile\ndef f(x):\n    y = x.view(4, 8, 16)\n    return y.mT.float().reshape(-1)\n",
+            line=6,
         ),
     ]
 
@@ -118,44 +204,155 @@ and keep aliasing its input under `.reshape()`.
             node.args[0].value, (cst.Tuple, cst.List)
         ):
             return  # x.view(torch.int32): reinterpreting the dtype, not the shape
-        op = _permuted(func.value)
-        if op is None and isinstance(func.value, cst.Name):
-            op = self._permuted_name(func.value.value, ctx)
-        if op is None:
+        if ctx.function is None:
             return
+        ranks = _Ranks(ctx.function.node, stop=ctx.statement())
+        source = func.value
+        permuting = _permuting_node(source)
+        if permuting is None and isinstance(source, cst.Name):
+            permuting = ranks.permuting_origin(source.value)
+        if permuting is None:
+            return
+        target = _shape_args(node)
+        if target is None:
+            return
+        receiver = permuting.value if isinstance(permuting, cst.Attribute) else permuting.func.value  # type: ignore[union-attr]
+        perm = _permutation(permuting, ranks.rank(receiver))
+        if perm is None or not _view_must_fail(perm, len(target)):
+            return  # unknown ranks, or a view that can be stride-compatible (splitting dims): stay quiet
         fix = ctx.fix(Applicability.SAFE, ctx.replace(func.attr, "reshape"), title="Use `.reshape()`")
-        ctx.report(node, f"`.view()` after `{op}` raises at runtime (non-contiguous strides); use `.reshape()`", fix=fix)
+        ctx.report(
+            node,
+            f"`.view()` merges dimensions that `{_op_name(permuting)}` made non-adjacent in memory: "
+            "it raises at runtime; use `.reshape()`",
+            fix=fix,
+        )
 
-    @staticmethod
-    def _permuted_name(name: str, ctx) -> Optional[str]:
-        """``y = x.transpose(1, 2)`` ... ``y.view(...)``: only when every assignment to ``y`` permutes."""
-        fn = ctx.function
-        if fn is None:
+
+def _view_must_fail(perm: list[int], target_rank: int) -> bool:
+    """Whether viewing a permuted (otherwise contiguous) tensor as ``target_rank`` dims must merge
+    two output dims whose memory is not adjacent.
+
+    A view may split any dim and may merge output dims i, i+1 only when they come from adjacent
+    source dims in order (perm[i+1] == perm[i] + 1). Fewer target dims than source dims force
+    ``len(perm) - target_rank`` merges; when the mergeable pairs cannot absorb them, it fails.
+    (Size-1 dims are always mergeable; they are unknowable here and rare in permuted views.)
+    """
+    merges = len(perm) - target_rank
+    if merges <= 0:
+        return False
+    mergeable = sum(1 for i in range(len(perm) - 1) if perm[i + 1] == perm[i] + 1)
+    return mergeable < merges
+
+
+# Calls whose result has the rank of their first argument (elementwise and normalisations).
+_RANK_PRESERVING_FUNCS = frozenset(
+    {"softmax", "log_softmax", "relu", "gelu", "silu", "dropout", "sigmoid", "tanh", "layer_norm", "normalize",
+     "exp", "abs", "clamp", "where", "masked_fill", "contiguous", "float", "half", "bfloat16", "to", "type_as",
+     "detach", "clone", "sqrt", "rsqrt", "mul", "add", "div", "sub", "neg"}
+)
+
+
+class _Ranks:
+    """Tiny rank inference inside one function: enough to know what a permute or transpose did."""
+
+    def __init__(self, fn: cst.FunctionDef, stop: Optional[cst.CSTNode] = None) -> None:
+        """Facts from the assignments of ``fn`` that come before ``stop`` (the statement being
+        checked), so ``out = out.transpose(1, 2).view(...)`` sees the earlier ``out``."""
+        self.assigned: dict[str, list[cst.BaseExpression]] = {}
+        self.unpacked: dict[str, int] = {}  # x -> K from `a, b, c = x.shape` / `x.size()`
+        self.elements: dict[str, tuple[cst.BaseExpression, int]] = {}  # q -> (qkv.unbind(0) source, drop)
+        for param in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
+            self.assigned.setdefault(param.name.value, []).append(cst.Name("__param__"))
+        kinds: tuple[type, ...] = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)
+        if stop is not None:
+            kinds += (type(stop),)
+        for stmt in iter_nodes(fn.body, kinds):
+            if stmt is stop:
+                break
+            if not isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
+                continue
+            if isinstance(stmt, cst.Assign):
+                for target in stmt.targets:
+                    self._bind(target.target, stmt.value)
+            else:
+                for name in _names(stmt.target):
+                    self.assigned.setdefault(name, []).append(cst.Name("__unknown__"))
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.assigned[target.value] = [value]  # the latest binding before the checked statement
+            self.unpacked.pop(target.value, None)
+            self.elements.pop(target.value, None)
+            return
+        names = _names(target)
+        starred = isinstance(target, (cst.Tuple, cst.List)) and any(
+            isinstance(e, cst.StarredElement) for e in target.elements
+        )
+        shape_of = _shape_source(value)
+        if shape_of is not None and isinstance(shape_of, cst.Name) and not starred:
+            self.unpacked.setdefault(shape_of.value, len(names))
+        for name in names:
+            if (
+                not starred
+                and isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in ("unbind", "chunk", "split")
+            ):
+                drop = 1 if value.func.attr.value == "unbind" else 0
+                self.elements[name] = (value.func.value, drop)
+            self.assigned.setdefault(name, []).append(cst.Name("__unknown__"))
+
+    def permuting_origin(self, name: str) -> Optional[cst.BaseExpression]:
+        values = self.assigned.get(name, [])
+        if len(values) != 1:
             return None
-        ops = _assignments(fn.node).get(name)
-        if not ops or any(op is None for op in ops):
+        return _permuting_node(values[0])
+
+    def rank(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
+        if depth > 8:
             return None
-        return ops[0]
+        if isinstance(expr, cst.Name):
+            name = expr.value
+            if name in self.unpacked:
+                return self.unpacked[name]
+            if name in self.elements:
+                source, drop = self.elements[name]
+                inner = self.rank(source, depth + 1)
+                return inner - drop if inner is not None else None
+            values = self.assigned.get(name, [])
+            if len(values) == 1:
+                return self.rank(values[0], depth + 1)
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self.rank(expr.left, depth + 1), self.rank(expr.right, depth + 1)
+            known = [r for r in (left, right) if r is not None]
+            return max(known) if known else None
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in ("view", "reshape", "permute", "expand"):
+                dims = _shape_args(expr)
+                return len(dims) if dims is not None else None
+            if method in _PERMUTING_METHODS or method in _STRIDE_PRESERVING or method in _RANK_PRESERVING_FUNCS:
+                if isinstance(func.value, cst.Name) and func.value.value in ("F", "torch"):
+                    return self.rank(expr.args[0].value, depth + 1) if expr.args else None
+                return self.rank(func.value, depth + 1)
+            if method == "unsqueeze":
+                inner = self.rank(func.value, depth + 1)
+                return inner + 1 if inner is not None else None
+        return None
 
 
-def _assignments(fn: cst.FunctionDef) -> dict[str, list[Optional[str]]]:
-    """name -> permuting op of each plain assignment to it in the function (None: not permuting)."""
-    found: dict[str, list[Optional[str]]] = {}
-
-    for node in iter_nodes(fn.body, (cst.Assign, cst.AugAssign, cst.For)):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    found.setdefault(target.target.value, []).append(_permuted(node.value))
-                else:  # tuple targets etc.: the names are bound to something else
-                    for name in _names(target.target):
-                        found.setdefault(name, []).append(None)
-        else:
-            for name in _names(node.target):
-                found.setdefault(name, []).append(None)
-    for param in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
-        found.setdefault(param.name.value, []).append(None)
-    return found
+def _shape_source(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``x`` for ``x.shape`` / ``x.size()``."""
+    if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+        return value.value
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size":
+        return value.func.value
+    return None
 
 
 def _names(target: cst.BaseExpression) -> list[str]:

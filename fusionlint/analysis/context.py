@@ -43,6 +43,7 @@ class Report:
     message: str
     fix: Optional[PendingFix]
     chain: Optional[str]
+    effects: Optional[tuple] = None
 
 
 class RuleContext:
@@ -72,6 +73,20 @@ class RuleContext:
     @property
     def in_compiled(self) -> bool:
         return self.chain is not None
+
+    @property
+    def autograd_function(self) -> Optional[str]:
+        """``"MyFn.forward"`` when the current code runs inside a custom ``autograd.Function``'s
+        forward/backward (directly, in a nested def, or in a helper first reached from it)."""
+        chain = self.chain
+        if chain is None:
+            return None
+        root = chain.split(" → ", 1)[0]
+        cls_name, _, method = root.rpartition(".")
+        cls = self.file.classes.get(cls_name)
+        if cls is not None and cls.kind == "autograd_function" and method in ("forward", "backward"):
+            return root
+        return None
 
     @property
     def parents(self) -> tuple[cst.CSTNode, ...]:
@@ -138,9 +153,16 @@ class RuleContext:
         return "".join(reversed(parts))
 
     # -- reporting ---------------------------------------------------------------------------------
-    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[PendingFix] = None) -> None:
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: Optional[str] = None,
+        fix: Optional[PendingFix] = None,
+        effects: Optional[tuple] = None,
+    ) -> None:
+        """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset)."""
         assert self._rule is not None
-        self.reports.append(Report(self._rule, node, message or self._rule.message, fix, self.chain))
+        self.reports.append(Report(self._rule, node, message or self._rule.message, fix, self.chain, effects))
 
     @staticmethod
     def replace(node: cst.CSTNode, text: str) -> NodeEdit:

@@ -238,4 +238,7 @@ class Collector:
             elif ctor and ctor.rsplit(".", 1)[-1][:1].isupper():
                 cls.submodules[attr] = ctor
             elif ctor.startswith("torch."):
-                cls.tensor_attrs.add(attr)
+                from fusionlint.analysis.tensors import torch_call_returns_tensor  # (cycle: tensors imports index)
+
+                if torch_call_returns_tensor(ctor):  # torch.ones(...) yes; torch.device(...) no
+                    cls.tensor_attrs.add(attr)

@@ -1,0 +1,310 @@
+"""FL104 side-effect-in-compiled-code: print/logging/time/warnings/debugger calls that Dynamo cannot trace."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.rule import Applicability, Effect, Invalid, Rule
+
+from .FL102_data_dependent_control_flow import Found, autograd_owner, torch_alias
+
+# qualified name -> (graph-break id measured on torch 2.13.0+cpu, advice)
+_CALLS: dict[str, tuple[str, str]] = {
+    "print": ("GB0059", "guard it with `if not torch.compiler.is_compiling():` or remove it"),
+    "breakpoint": ("GB0059", "debug the eager model instead"),
+    "pdb.set_trace": ("GB0007", "debug the eager model instead"),
+    "warnings.warn": ("GB0007", "guard it with `if not torch.compiler.is_compiling():` or warn outside forward"),
+    "sys.stdout.write": ("GB0156", "guard it with `if not torch.compiler.is_compiling():` or remove it"),
+    "sys.stderr.write": ("GB0156", "guard it with `if not torch.compiler.is_compiling():` or remove it"),
+    "torch.cuda.synchronize": (
+        "GB0007",
+        "it is also a full device sync (measured on an H200, torch 2.11); synchronize outside the compiled model",
+    ),
+}
+_TIME = ("time", "perf_counter", "monotonic", "time_ns", "perf_counter_ns", "process_time")
+for _fn in _TIME:
+    _CALLS[f"time.{_fn}"] = ("GB0007", "time the compiled call from outside (the timer runs eagerly between graphs)")
+_LOG_FUNCS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log")
+for _fn in _LOG_FUNCS:
+    _CALLS[f"logging.{_fn}"] = ("GB4841", "guard it with `if not torch.compiler.is_compiling():` or log outside forward")
+# Methods of logging.Logger that break (GB0291, measured: info, debug, error, isEnabledFor).
+_LOGGER_METHODS = frozenset(_LOG_FUNCS) | {"isEnabledFor"}
+_IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
+
+
+def _is_logger_factory(qual: str) -> bool:
+    """``logging.getLogger`` and the Hugging Face ``...utils.logging.get_logger`` (returns a std Logger)."""
+    return qual == "logging.getLogger" or qual.endswith("logging.get_logger")
+
+
+def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
+    if not isinstance(expr, cst.Call):
+        return False
+    qual = ctx.qualname(expr.func) or ""
+    return qual.rsplit(".", 1)[-1] in _IS_COMPILING
+
+
+def _and_leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
+        return _and_leaves(expr.left) + _and_leaves(expr.right)
+    return [expr]
+
+
+class SideEffectChecker:
+    """Finds untraceable side-effect calls; FL104 reports them outside autograd.Function bodies."""
+
+    def __init__(self) -> None:
+        self._loggers: Optional[tuple[frozenset[str], frozenset[str]]] = None
+
+    def loggers(self, ctx) -> tuple[frozenset[str], frozenset[str]]:
+        """(names, self attributes) bound to ``logging.getLogger(...)`` anywhere in the file."""
+        if self._loggers is None:
+            names: set[str] = set()
+            attrs: set[str] = set()
+
+            class Walker(cst.CSTVisitor):
+                def visit_Assign(self, node: cst.Assign) -> None:
+                    if not (isinstance(node.value, cst.Call) and _is_logger_factory(ctx.qualname(node.value.func) or "")):
+                        return
+                    for target in node.targets:
+                        t = target.target
+                        if isinstance(t, cst.Name):
+                            names.add(t.value)
+                        elif isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                            attrs.add(t.attr.value)
+
+            ctx.module.visit(Walker())
+            self._loggers = (frozenset(names), frozenset(attrs))
+        return self._loggers
+
+    def describe(self, node: cst.Call, ctx) -> Optional[tuple[str, str, str]]:
+        """(label, graph-break id, advice) when ``node`` is a side-effect call Dynamo cannot trace."""
+        func = node.func
+        qual = ctx.qualname(func) or ""
+        if qual in _CALLS:
+            gb, advice = _CALLS[qual]
+            return f"{qual}()", gb, advice
+        if isinstance(func, cst.Attribute) and func.attr.value in _LOGGER_METHODS:
+            receiver = func.value
+            names, attrs = self.loggers(ctx)
+            is_logger = (
+                (isinstance(receiver, cst.Name) and receiver.value in names)
+                or (
+                    isinstance(receiver, cst.Attribute)
+                    and isinstance(receiver.value, cst.Name)
+                    and receiver.value.value == "self"
+                    and receiver.attr.value in attrs
+                )
+                or (isinstance(receiver, cst.Call) and _is_logger_factory(ctx.qualname(receiver.func) or ""))
+            )
+            if is_logger:
+                label = f"{ctx.code(receiver).strip()}.{func.attr.value}()"
+                if isinstance(receiver, cst.Call):
+                    label = f"Logger.{func.attr.value}()"
+                return label, "GB0291", "guard it with `if not torch.compiler.is_compiling():` or log outside forward"
+        return None
+
+    @staticmethod
+    def guarded(node: cst.CSTNode, ctx) -> bool:
+        """Inside ``if not torch.compiler.is_compiling():`` (or the else of ``if is_compiling():``)."""
+        child: cst.CSTNode = node
+        for parent in ctx.iter_parents():
+            if isinstance(parent, cst.If):
+                if child is parent.body:
+                    for leaf in _and_leaves(parent.test):
+                        if (
+                            isinstance(leaf, cst.UnaryOperation)
+                            and isinstance(leaf.operator, cst.Not)
+                            and _is_compiling_call(leaf.expression, ctx)
+                        ):
+                            return True
+                elif child is parent.orelse and _is_compiling_call(parent.test, ctx):
+                    return True
+            child = parent
+        return False
+
+    def check_Call(self, node: cst.Call, ctx) -> list[Found]:
+        described = self.describe(node, ctx)
+        if described is None or self.guarded(node, ctx):
+            return []
+        label, gb, advice = described
+        message = f"`{label}` inside compiled code: Dynamo cannot trace it: graph break ({gb}); {advice}"
+        return [(node, message, self._guard_fix(node, ctx))]
+
+    @staticmethod
+    def _guard_fix(node: cst.Call, ctx):
+        """Wrap the statement ``<call>`` in ``if not torch.compiler.is_compiling():``."""
+        torch = torch_alias(ctx)
+        parents = ctx.parents
+        if torch is None or len(parents) < 3:
+            return None
+        expr, line, block = parents[0], parents[1], parents[2]
+        if not (isinstance(expr, cst.Expr) and expr.value is node):
+            return None
+        if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(block, cst.IndentedBlock)):
+            return None
+        indent = ctx.indent()
+        unit = ctx.module.default_indent
+        # code_for_node renders continuation lines without the enclosing block's indentation: put it
+        # back, one level deeper. Lines inside a multi-line string must not move: no fix for those.
+        code = ctx.code(node).strip()
+        if "\n" in code and ('"""' in code or "'''" in code):
+            return None
+        code = code.replace("\n", "\n" + indent + unit)
+        text = f"if not {torch}.compiler.is_compiling():\n{indent}{unit}{code}"
+        return ctx.fix(
+            Applicability.UNSAFE,
+            ctx.replace(expr, text),
+            title="Run it only in eager mode (`if not torch.compiler.is_compiling():`)",
+        )
+
+
+class SideEffectInCompiledCode(Rule):
+    code = "FL104"
+    name = "side-effect-in-compiled-code"
+    message = "side effect Dynamo cannot trace inside compiled code: graph break"
+    effects = (Effect.GRAPH_BREAK,)
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("print", "logging", "Logger", "logger", "time", "warn", "breakpoint", "set_trace", "synchronize", ".write(")
+    gb_ids = ("GB0059", "GB0007", "GB0291", "GB4841", "GB0156")
+    measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
+    docs = """
+## What it does
+Flags calls with side effects that Dynamo does not trace, in code that `torch.compile` traces:
+`print`, `logging.<level>(...)`, methods of loggers created with `logging.getLogger` in the same
+file (`logger.info`, `self.log.debug`, `logger.isEnabledFor`, ...), `time.time`/`perf_counter`/
+`monotonic`/`time_ns`/`perf_counter_ns`/`process_time`, `warnings.warn`, `sys.stdout.write`/
+`sys.stderr.write`, `breakpoint()`, `pdb.set_trace()` and `torch.cuda.synchronize()`. Calls
+already guarded by `if not torch.compiler.is_compiling():` are not flagged.
+
+## Why is this bad?
+Dynamo cannot put a Python side effect into an FX graph, so it ends the graph before the call,
+runs the call eagerly and resumes tracing in a new graph. Measured with torch 2.13.0+cpu
+(1 thread), one forward after warm-up, each call in a small function called from `forward`
+(1 compiled region without the call):
+
+| call | graph-break id | compiled regions |
+|---|---|---|
+| `print("dbg", h.shape)`, `breakpoint()` | GB0059 "Failed to trace builtin operator" | 3 |
+| `logger.info(...)`, `logger.debug(...)`, `logger.error(...)`, `logger.isEnabledFor(...)` | GB0291 "logging.Logger method not supported" | 3 |
+| `logging.info(...)`, `logging.warning(...)`, `logging.debug(...)` | GB4841 | 3 |
+| `time.time()`, `perf_counter()`, `monotonic()`, `time_ns()`, `perf_counter_ns()`, `process_time()` | GB0007 "call to a skipped function" | 3 |
+| `warnings.warn(...)`, `pdb.set_trace()` | GB0007 | 3 |
+| `sys.stdout.write(...)`, `sys.stderr.write(...)` | GB0156 | 3 |
+| `torch.cuda.synchronize()` (torch 2.11, H200, truth case f12) | GB0007, +1 `cudaDeviceSynchronize` | 4 |
+
+A DEBUG-level logger call breaks even when DEBUG is disabled. The fixture (a `print` between two
+Linears, truth case f01) shows 1 break site (GB0059) and 2 compiled regions per forward; the
+guarded version 1 region and no break. The truth table measured f01 at 4 recompiles instead of 1
+for a second input shape; `warnings.warn` (h1) 3 vs 1.
+
+## Example
+```python
+def forward(self, x):
+    h = torch.relu(self.a(x))
+    print("hidden shape", h.shape)
+    return self.b(h)
+```
+
+## Use instead
+```python
+def forward(self, x):
+    h = torch.relu(self.a(x))
+    if not torch.compiler.is_compiling():
+        print("hidden shape", h.shape)
+    return self.b(h)
+```
+Or remove the call, log from the training loop, or (for logging) list the methods in
+`torch._dynamo.config.ignore_logger_methods` (measured: no break; the call is dropped).
+
+## Fix safety
+Unsafe, offered when the call is a statement of its own: it wraps the statement in
+`if not torch.compiler.is_compiling():` (measured for `print` and `warnings.warn`: no break, 1
+region). Under `torch.compile` the message, warning, timer or sync then no longer happens at all;
+in eager mode nothing changes. Needs torch ≥ 2.3 for `torch.compiler.is_compiling`.
+
+## PyTorch reference
+GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html ·
+GB0007 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html ·
+GB0291 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0291.html ·
+GB4841 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4841.html ·
+GB0156 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0156.html
+"""
+    VALID = [
+        # guarded side effects run in eager only
+        "import logging\nimport warnings\nimport torch\nfrom torch import nn\nlogger = logging.getLogger(__name__)\n"
+        "class M(nn.Module):\n    def forward(self, x):\n"
+        "        if not torch.compiler.is_compiling():\n            print('x', x.shape)\n"
+        "            logger.info('step')\n"
+        "        if torch.compiler.is_compiling():\n            pass\n        else:\n"
+        "            warnings.warn('slow path')\n        return x * 2\n",
+        # printing and timing in a training loop (not compiled) is fine
+        "import time\nimport torch\ndef train(model, batches):\n    for b in batches:\n        t0 = time.time()\n"
+        "        loss = model(b).sum()\n        print(loss.item(), time.time() - t0)\n",
+        # a method named info/print on something that is not a logger
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, cfg):\n"
+        "        super().__init__()\n        self.cfg = cfg\n    def forward(self, x, timer):\n"
+        "        self.cfg.info('x')\n        timer.print()\n        return torch.relu(x)\n",
+        # `time` imported from another library is not the time module
+        "import torch\nfrom torch import nn\nfrom mylib import time\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x * time.scale()\n",
+        # inside an autograd.Function the finding belongs to FL108
+        "import torch\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        print('fwd')\n        return x * 2\n    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        h = x * 2\n        print('hidden', h.shape)\n        return h\n",
+            expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        h = x * 2\n        if not torch.compiler.is_compiling():\n"
+            "            print('hidden', h.shape)\n        return h\n",
+            line=6,
+        ),
+        Invalid(
+            "import logging\nimport torch as T\nfrom torch import nn\nlog = logging.getLogger(__name__)\n"
+            "class M(nn.Module):\n    def forward(self, x):\n        log.debug(\n            'x=%s',\n"
+            "            x.shape,\n        )  # trace\n        return x\n",
+            expected_fix="import logging\nimport torch as T\nfrom torch import nn\nlog = logging.getLogger(__name__)\n"
+            "class M(nn.Module):\n    def forward(self, x):\n        if not T.compiler.is_compiling():\n"
+            "            log.debug(\n                'x=%s',\n                x.shape,\n            )  # trace\n"
+            "        return x\n",
+            line=7,
+        ),
+        Invalid(
+            "import logging\nimport time\nimport warnings\nimport torch\nfrom torch import nn\n"
+            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.logger = logging.getLogger('m')\n"
+            "    def forward(self, x):\n        t0 = time.perf_counter()\n        y = x.relu()\n"
+            "        self.logger.info('took %f', time.perf_counter() - t0)\n"
+            "        logging.warning('deprecated')\n        warnings.warn('slow')\n        return y\n",
+            line=11,
+            count=5,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        y = x + 1\n        torch.cuda.synchronize()\n        breakpoint()\n"
+            "        return y\n",
+            line=6,
+            count=2,
+        ),
+        # in a helper reached from forward
+        Invalid(
+            "import sys\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        return self._log(x)\n"
+            "    def _log(self, x):\n        sys.stderr.write('step\\n')\n        return x\n",
+            line=8,
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checker = SideEffectChecker()
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        if autograd_owner(ctx) is not None:
+            return  # FL108 reports constructs inside autograd.Function bodies
+        for at, message, fix in self.checker.check_Call(node, ctx):
+            ctx.report(at, message, fix=fix)
