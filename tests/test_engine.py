@@ -153,3 +153,20 @@ def test_syntax_error_is_reported_with_line():
     findings, error = Engine([FL101]).lint_source("def forward(:\n    x.item()\n", "bad.py")
     assert findings == [] and error is not None
     assert error.line == 1 and error.path == "bad.py" and "syntax" in error.message
+
+
+def test_forward_parameters_named_like_configuration_are_not_tensors():
+    source = (
+        "import torch\nfrom torch import nn\n"
+        "class M(nn.Module):\n"
+        "    def forward(self, hidden_states, inputs_shape, device, num_heads, cache_position, past_key_values):\n"
+        "        return hidden_states\n"
+    )
+    facts = _facts(source, "M.forward")
+    assert facts.names == {"hidden_states", "cache_position"}
+    findings = lint(
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, inputs_shape):\n        return x * int(inputs_shape[1] + 1)\n",
+        [FL101],
+    )
+    assert findings == []

@@ -8,6 +8,7 @@ look like tensor-to-Python conversions.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
@@ -47,7 +48,14 @@ _NON_TENSOR_TORCH = frozenset(
     }
 )
 _TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.nested.")
-_NON_TENSOR_ANNOTATIONS = ("int", "float", "bool", "str", "bytes", "complex", "dict", "list", "tuple", "None")
+# Un-annotated forward parameters are taken as tensors, except those whose names say otherwise
+# (``inputs_shape``, ``device``, ``num_heads``, ``cache``...): found by hand on transformers, where
+# ``int(self.padding_idx + inputs_shape[1])`` was flagged as a tensor conversion.
+_NON_TENSOR_PARAM = re.compile(
+    r"(^|_)(shape|shapes|size|sizes|device|dtype|len|length|lens|num|dim|dims|idx|index|mode|config|cfg|"
+    r"training|flag|name|kwargs|args|step|steps|output|outputs|return)(_|$)|^(n|k)_|"
+    r"^(cache|past|past_key_values?|layer_past|use_cache)$"
+)
 
 
 def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]:
@@ -102,6 +110,8 @@ class TensorFacts:
             default = param.default
             if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
                 continue  # `scale=1.0`, `dim=-1`, `causal=False`: configuration, not a tensor
+            if _NON_TENSOR_PARAM.search(param.name.value):
+                continue
             self.names.add(param.name.value)
         star = fn.node.params.star_arg
         if entry and isinstance(star, cst.Param) and _annotation_says_tensor(star.annotation) is not False:
