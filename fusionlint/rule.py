@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class Effect(str, enum.Enum):
-    """What a pattern costs under torch.compile; every rule claims at least one."""
+    """What a pattern costs under torch.compile. Every rule that claims a cost names at least one;
+    informational rules (off by default, severity info) claim none."""
 
     GRAPH_BREAK = "graph-break"
     HOST_SYNC = "host-sync"

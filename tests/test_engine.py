@@ -170,3 +170,13 @@ def test_forward_parameters_named_like_configuration_are_not_tensors():
         [FL101],
     )
     assert findings == []
+
+
+def test_annotations_decide_helper_parameters():
+    source = (
+        "import torch\nfrom typing import Optional\nfrom torch import nn\n"
+        "class M(nn.Module):\n    def forward(self, x):\n        return self.f(x, [x], x, x)\n"
+        "    def f(self, a: torch.Tensor, b: list[torch.Tensor], c: Optional[torch.Tensor], d: 'Tensor | None'):\n"
+        "        return a\n"
+    )
+    assert _facts(source, "M.f").names == {"a", "c", "d"}

@@ -59,12 +59,18 @@ _NON_TENSOR_PARAM = re.compile(
 
 
 def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]:
+    """True for ``Tensor``, ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``; False for any
+    other annotation (``int``, ``list[torch.Tensor]``...); None when there is none."""
     if annotation is None:
         return None
-    text = cst.Module([]).code_for_node(annotation.annotation)
-    if "Tensor" in text:
-        return True
-    return False
+    text = "".join(cst.Module([]).code_for_node(annotation.annotation).split()).strip("'\"")
+    if text.startswith(("Optional[", "typing.Optional[")) and text.endswith("]"):
+        text = text[text.index("[") + 1 : -1]
+    for part in text.split("|"):
+        if part != "None":
+            text = part
+            break
+    return text.rsplit(".", 1)[-1] == "Tensor"
 
 
 def torch_call_returns_tensor(qual: str) -> bool:
