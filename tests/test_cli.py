@@ -274,10 +274,13 @@ def test_unknown_rule_exit_2():
 
 def test_rules_listing():
     result = CliRunner().invoke(main, ["rules", "--format", "json"])
-    rows = {r["code"]: r for r in json.loads(result.output)}
+    doc = json.loads(result.output)
+    rows = {r["code"]: r for r in doc["rules"]}
+    assert any("aliasing" in f["family"] for f in doc["checked_without_effect"])
     assert rows["FL301"]["fix"] == "safe" and rows["FL101"]["effects"] == ["graph-break", "host-sync"]
     text = CliRunner().invoke(main, ["rules"]).output
     assert "FL101" in text and "tensor-to-python" in text
+    assert "Checked, no effect" in text and "docs/aliasing-evidence.md" in text
 
 
 def test_version():

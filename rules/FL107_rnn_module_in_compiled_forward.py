@@ -1,0 +1,140 @@
+"""FL107 rnn-module-in-compiled-forward: an nn.LSTM/nn.GRU/nn.RNN submodule called from compiled code."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.rule import Effect, Invalid, Rule
+
+_RNN_CLASSES = frozenset({"LSTM", "GRU", "RNN"})
+
+
+def _rnn_kind(ctor: str) -> Optional[str]:
+    """"LSTM"/"GRU"/"RNN" for ``torch.nn.LSTM``, ``torch.nn.modules.rnn.GRU`` ..., else None."""
+    if not ctor.startswith("torch.nn."):
+        return None
+    last = ctor.rsplit(".", 1)[-1]
+    return last if last in _RNN_CLASSES else None
+
+
+class RnnModuleInCompiledForward(Rule):
+    code = "FL107"
+    name = "rnn-module-in-compiled-forward"
+    message = "nn.LSTM/nn.GRU/nn.RNN called from compiled code: Dynamo does not trace it (graph break)"
+    effects = (Effect.GRAPH_BREAK,)
+    triggers = ("LSTM", "GRU", "RNN")
+    gb_ids = ("GB0014",)
+    measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
+    docs = """
+## What it does
+Flags calls of `nn.LSTM`, `nn.GRU` and `nn.RNN` submodules (`self.rnn(x)`, assigned in
+`__init__`) from a compiled `forward` or from a helper that forward calls.
+
+## Why is this bad?
+Dynamo does not trace the cuDNN/MKLDNN RNN modules: it raises "Attempted to wrap RNN, GRU, or
+LSTM", reported as GB0014 ("Failed to handle graph break gracefully. Skipping the function and
+falling back to eager"). Measured with torch 2.13.0 on CPU:
+- called directly in `forward` (`fixtures/FL107_rnn_module_in_compiled_forward`: Linear → relu →
+  LSTM → Linear → sigmoid): 1 break site at the LSTM call; only the code before the call is
+  compiled (1 region), the LSTM **and everything after it** in `forward` run eagerly (no resume
+  function). When the RNN is the first op of `forward` the whole frame runs eagerly (truth table
+  h4: 0 compiled regions, for LSTM and GRU alike).
+- called from a helper method between two Linears: 1 break site in the helper, 2 compiled regions
+  per forward (truth table h4b: 8 launches compiled vs 7 eager).
+torch 2.11 on an H200 breaks the same way.
+
+## Example
+```python
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(32, 32, batch_first=True)
+
+    def forward(self, x):
+        h, _ = self.rnn(x)
+        return h
+```
+
+## Use instead
+There is no drop-in fix. Options, each with a measured cost:
+- Accept the break but keep the rest compiled: put the RNN call in its own method so the code
+  around it still compiles (2 regions instead of an eager tail).
+- `nn.LSTMCell`/`nn.GRUCell` in a Python loop over time steps traces (0 breaks, 1 region, see
+  `good.py`), but the loop is unrolled: 19 C++ kernels for 16 steps on CPU 2.13, and the graph
+  specialises on the sequence length.
+- `torch._dynamo.config.allow_rnn = True` compiles the modules (experimental). Measured: on CPU
+  2.13 the LSTM compiled in 5.6 s cold, the GRU was unrolled per time step (19 kernels, 35 launches
+  vs 3 eager) with a 42 s cold compile; on CUDA torch 2.11 the compiled LSTM/GRU outputs were
+  **not** allclose to eager. Do not enable it without checking the outputs.
+
+## Fix safety
+No automatic fix: every alternative changes compile time, numerics or structure.
+
+## PyTorch reference
+GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
+"""
+    VALID = [
+        # LSTMCell is traced
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.cell = nn.LSTMCell(8, 8)\n    def forward(self, x, hc):\n        return self.cell(x, hc)\n",
+        # the LSTM is run outside compiled code (an encoder used from the training script)
+        "import torch\nfrom torch import nn\nclass Enc:\n    def __init__(self):\n        self.rnn = nn.GRU(8, 8)\n"
+        "    def run(self, x):\n        return self.rnn(x)[0]\n",
+        # an LSTM submodule that forward never calls
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.rnn = nn.LSTM(8, 8)\n        self.lin = nn.Linear(8, 8)\n    def forward(self, x):\n"
+        "        return self.lin(x)\n",
+        # reading the RNN's parameters is fine
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.rnn = nn.LSTM(8, 8)\n    def forward(self, x):\n        return x @ self.rnn.weight_ih_l0.t()\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.rnn = nn.LSTM(8, 8, batch_first=True)\n    def forward(self, x):\n        h, _ = self.rnn(x)\n"
+            "        return h\n",
+            line=8,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.gru = torch.nn.GRU(8, 8)\n        self.lin = nn.Linear(8, 8)\n    def encode(self, h):\n"
+            "        return self.gru(h)[0]\n    def forward(self, x):\n        return self.lin(self.encode(self.lin(x)))\n",
+            line=9,
+        ),
+        Invalid(
+            "import torch\nfrom torch.nn import RNN, Module\nclass M(Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.rnn = RNN(8, 8)\n    def forward(self, x, h0):\n        return self.rnn.forward(x, h0)[0]\n",
+            line=8,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        target = func
+        if func.attr.value == "forward" and isinstance(func.value, cst.Attribute):
+            target = func.value  # self.rnn.forward(x)
+        if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return
+        if target is func and func.attr.value == "forward":
+            return
+        cls = ctx.cls
+        if cls is None:
+            return
+        attr = target.attr.value
+        kind = _rnn_kind(cls.submodules.get(attr, ""))
+        if kind is None:
+            return
+        where = (
+            "the rest of this forward runs eagerly"
+            if ctx.function is not None and ctx.function.kind == "forward"
+            else "the graph is split around it"
+        )
+        ctx.report(
+            node,
+            f"`self.{attr}` is an nn.{kind}: Dynamo does not trace it (\"Attempted to wrap RNN, GRU, or LSTM\", "
+            f"GB0014); {where}",
+        )

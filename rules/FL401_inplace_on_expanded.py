@@ -1,0 +1,296 @@
+"""FL401 inplace-on-expanded: an in-place op writes through an `expand()`ed (self-overlapping) view."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
+
+_EXPAND_METHODS = frozenset({"expand", "expand_as", "broadcast_to"})
+_EXPAND_FUNCS = frozenset({"torch.broadcast_to"})
+# In-place methods that change metadata or bookkeeping, not the elements: harmless on an expanded view.
+_NOT_WRITES = frozenset(
+    {
+        "requires_grad_", "retain_grad_", "share_memory_", "detach_", "set_", "resize_", "resize_as_",
+        "rename_", "unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_", "as_strided_",
+        "record_stream_", "untyped_storage_",
+    }
+)
+# Writes that have an out-of-place method twin: `y.add_(1)` -> `y = y.add(1)`.
+_FIXABLE = frozenset(
+    {
+        "add_", "sub_", "mul_", "div_", "true_divide_", "floor_divide_", "remainder_", "fmod_", "pow_", "neg_",
+        "abs_", "exp_", "log_", "sqrt_", "rsqrt_", "sin_", "cos_", "tanh_", "sigmoid_", "relu_", "clamp_",
+        "clamp_min_", "clamp_max_", "clip_", "addcmul_", "addcdiv_", "lerp_", "masked_fill_", "where_",
+        "nan_to_num_", "reciprocal_", "square_", "sign_", "floor_", "ceil_", "round_", "trunc_", "logical_not_",
+    }
+)
+# Measured (torch 2.13 CPU): eager accepts these on an expanded view, compiled computes other values.
+_EAGER_OK = frozenset({"fill_", "zero_"})
+# Measured: these raise in both modes (fake-tensor check at compile time).
+_RAISE_BOTH = frozenset({"clamp_", "copy_"})
+_AUG_OPS = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
+    cst.FloorDivideAssign: "//", cst.ModuloAssign: "%", cst.PowerAssign: "**",
+}
+
+
+def _is_inplace_write(method: str) -> bool:
+    return method.endswith("_") and not method.endswith("__") and not method.startswith("_") and method not in _NOT_WRITES
+
+
+def _expand_call(expr: cst.BaseExpression, qualname) -> Optional[str]:
+    """The expanding op when ``expr`` is ``x.expand(...)``/``x.expand_as(y)``/``torch.broadcast_to(x, s)``."""
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    qual = qualname(func) or ""
+    if qual in _EXPAND_FUNCS:
+        return "torch.broadcast_to()"
+    if isinstance(func, cst.Attribute) and func.attr.value in _EXPAND_METHODS and not qual.startswith("torch."):
+        if qual.startswith(("numpy.", "np.")):
+            return None  # np.broadcast_to returns a read-only numpy view
+        return f".{func.attr.value}()"
+    return None
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _expanded_names(fn: cst.FunctionDef, qualname) -> dict[str, str]:
+    """Local names whose every binding in ``fn`` is an expand op (flow-insensitive, precise)."""
+    binds: dict[str, list[Optional[str]]] = {}
+
+    class Walker(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            op = _expand_call(node.value, qualname)
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    binds.setdefault(target.target.value, []).append(op)
+                else:
+                    for name in _target_names(target.target):
+                        binds.setdefault(name, []).append(None)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            for name in _target_names(node.target):
+                binds.setdefault(name, []).append(_expand_call(node.value, qualname) if node.value else None)
+
+        def visit_For(self, node: cst.For) -> None:
+            for name in _target_names(node.target):
+                binds.setdefault(name, []).append(None)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            for name in _target_names(node.target):
+                binds.setdefault(name, []).append(_expand_call(node.value, qualname))
+
+        def visit_WithItem(self, node: cst.WithItem) -> None:
+            if node.asname is not None:
+                for name in _target_names(node.asname.name):
+                    binds.setdefault(name, []).append(None)
+
+    fn.visit(Walker())
+    params = fn.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        binds.setdefault(p.name.value, []).append(None)
+    return {name: ops[0] for name, ops in binds.items() if ops and all(op is not None for op in ops)}  # type: ignore[misc]
+
+
+class InplaceOnExpanded(Rule):
+    code = "FL401"
+    name = "inplace-on-expanded"
+    message = "in-place write through an expand()ed view: eager raises, torch.compile silently computes something else"
+    effects = (Effect.RUNTIME_ERROR, Effect.SILENT_DIVERGENCE)
+    severity = Severity.ERROR
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("expand", "broadcast_to")
+    measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
+    docs = """
+## What it does
+Flags in-place writes (`y.add_(...)`, `y.mul_(...)`, `y.fill_(...)`, `y.zero_()`, `y += ...`,
+`torch.relu_(y)`...) whose target is the result of `expand()`, `expand_as()` or
+`broadcast_to()`: directly, or through a local name that is only ever bound to such a result.
+
+## Why is this bad?
+An expanded tensor has stride 0 along the expanded dimensions: many of its elements are one memory
+location. Eager PyTorch refuses most writes to it; `torch.compile` does not, and computes a
+different answer. Measured with torch 2.13.0 on CPU:
+- `bias = h.mean(1, keepdim=True).expand_as(h); bias.add_(1.0)` (`fixtures/FL401_inplace_on_expanded`,
+  16 rows aliased): eager raises `RuntimeError: unsupported operation: more than one element of
+  the written-to tensor refers to a single memory location`; compiled runs and adds 1.0 **once
+  per aliasing element** (the output equals the one computed with +16). The same for `mul_`,
+  `+=`, `torch.relu_`, `expand_as`/`broadcast_to` targets, buffers and graph inputs (truth table g1:
+  the input row `x[:, 0]` itself gained +16 after the compiled call; CUDA 2.11 gave the same).
+- `fill_` and `zero_` on an expanded view: eager runs (every alias gets the value), compiled
+  returns **different numbers** with no error (max abs difference 7.7 and 2.8 in the probe; for
+  `new_zeros(1, 1, 32).expand_as(h).fill_(0.5)` the output differed by up to 29.9).
+- On an H200 with torch 2.11: `add_` on an expanded view raised in eager and ran compiled; `fill_`
+  ran in both and the outputs were not allclose.
+- `clamp_`, `copy_` and `y[...] = v` on an expanded view raise in both modes.
+- Not flagged because it measured identical in both modes: writing one row of an expanded tensor
+  (`y[0].add_(1)`, `y[0] = 0.0`) and any write after `.clone()`/`.contiguous()`.
+
+## Example
+```python
+bias = h.mean(1, keepdim=True).expand_as(h)
+bias.add_(1.0)
+```
+
+## Use instead
+```python
+bias = h.mean(1, keepdim=True) + 1.0   # broadcasting does the rest
+# or, if the expanded tensor is needed: bias = bias.add(1.0)
+```
+
+## Fix safety
+Unsafe: the fix rewrites `y.op_(args)` to `y = y.op(args)` and `y op= v` to `y = y op v`. The
+result no longer writes into the tensor that was expanded, so code that relied on that base
+changing (only possible for the `fill_`/`zero_` forms that eager accepts) behaves differently.
+No fix is offered for `fill_`, `zero_`, `copy_` and other writes without an out-of-place twin.
+
+## PyTorch reference
+Eager's check is `assert_no_internal_overlap`; the compiled result follows functionalization,
+which scatters the update once per aliasing element. No graph-break id (nothing breaks).
+"""
+    VALID = [
+        # out-of-place on the expanded view
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        bias = h.mean(1, keepdim=True).expand_as(h)\n        bias = bias + 1.0\n        return h - bias\n",
+        # materialised first: the write is fine
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        bias = h.mean(1, keepdim=True).expand_as(h).clone()\n        bias.add_(1.0)\n        return h - bias\n",
+        # in-place on the small tensor before expanding
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        m = h.mean(1, keepdim=True)\n        m.add_(1.0)\n        return h - m.expand_as(h)\n",
+        # metadata-only in-place op
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        y = h[:, :1].expand(-1, 4, -1)\n        y.requires_grad_(False)\n        return y * 2\n",
+        # the name is rebound to something that is not expanded before the write (flow-insensitive: not flagged)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        y = h[:, :1].expand(-1, 4, -1)\n        y = y * 2\n        y.add_(1)\n        return y\n",
+        # outside compiled code
+        "import torch\ndef prep(h):\n    y = h[:, :1].expand(-1, 4, -1)\n    y.add_(1)\n    return y\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        bias = h.mean(1, keepdim=True).expand_as(h)\n        bias.add_(1.0)\n        return h - bias\n",
+            expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        bias = h.mean(1, keepdim=True).expand_as(h)\n        bias = bias.add(1.0)\n        return h - bias\n",
+            line=6,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        y = x[:, :1].expand(-1, x.shape[1], -1)\n        y *= 2\n        return y\n",
+            expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        y = x[:, :1].expand(-1, x.shape[1], -1)\n        y = y * 2\n        return y\n",
+            line=6,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        gate = h.new_zeros(1, 1, 32).expand_as(h)\n        gate.fill_(0.5)\n        return h * gate\n",
+            line=6,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        m = torch.broadcast_to(h.mean(0), h.shape)\n        torch.relu_(m)\n"
+            "        return h.mean(0).expand(4, -1).mul_(2) + m\n",
+            count=2,
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._names: dict[int, dict[str, str]] = {}
+
+    def _expanded(self, expr: cst.BaseExpression, ctx) -> Optional[str]:
+        op = _expand_call(expr, ctx.qualname)
+        if op is not None:
+            return op
+        if isinstance(expr, cst.Name) and ctx.function is not None:
+            key = id(ctx.function.node)
+            if key not in self._names:
+                self._names[key] = _expanded_names(ctx.function.node, ctx.qualname)
+            op = self._names[key].get(expr.value)
+            if op is not None:
+                return op
+        return None
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if not _is_inplace_write(method):
+            return
+        qual = ctx.qualname(func) or ""
+        if qual.startswith("torch.") and qual.count(".") == 1:  # torch.relu_(y, ...)
+            if not node.args or node.args[0].keyword is not None:
+                return
+            target = node.args[0].value
+            op = self._expanded(target, ctx)
+            if op is not None:
+                ctx.report(node, self._msg(f"`{qual}`", op))
+            return
+        target = func.value
+        op = self._expanded(target, ctx)
+        if op is None:
+            return
+        fix = None
+        parent = ctx.parent
+        if (
+            isinstance(target, cst.Name)
+            and method in _FIXABLE
+            and isinstance(parent, cst.Expr)
+            and parent.value is node
+        ):
+            name = target.value
+            fix = ctx.fix(
+                Applicability.UNSAFE,
+                ctx.replace(node, f"{name} = {name}.{method[:-1]}({_args_code(node, ctx)})"),
+                title=f"Use the out-of-place `.{method[:-1]}()`",
+            )
+        ctx.report(node, self._msg(f"`.{method}()`", op), fix=fix)
+
+    def visit_AugAssign(self, node: cst.AugAssign, ctx) -> None:
+        target = node.target
+        if not isinstance(target, cst.Name):
+            return
+        op = self._expanded(target, ctx)
+        if op is None:
+            return
+        symbol = _AUG_OPS.get(type(node.operator))
+        fix = None
+        if symbol is not None:
+            fix = ctx.fix(
+                Applicability.UNSAFE,
+                ctx.replace(node, f"{target.value} = {target.value} {symbol} {ctx.code(node.value)}"),
+                title="Use an out-of-place operation",
+            )
+        ctx.report(node, self._msg(f"`{ctx.code(node.operator).strip()}`", op), fix=fix)
+
+    @staticmethod
+    def _msg(what: str, op: str) -> str:
+        method = what.strip("`.()")
+        if method in _EAGER_OK:
+            effect = "eager writes every alias, torch.compile returns different values without an error"
+        elif method in _RAISE_BOTH:
+            effect = "it raises in eager and under torch.compile"
+        else:
+            effect = "eager raises; torch.compile runs and applies the write once per alias (a silent wrong result)"
+        return f"{what} writes in place through a `{op}` view whose elements share memory: {effect}"
+
+
+def _args_code(call: cst.Call, ctx) -> str:
+    return ", ".join(ctx.code(a).strip().rstrip(",").strip() for a in call.args)

@@ -1,0 +1,251 @@
+"""FL402 data-mutation: a parameter written in place through `.data` inside compiled code."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.rule import Applicability, Effect, Invalid, Rule
+
+# Tensor in-place methods that write elements (not metadata).
+_NOT_WRITES = frozenset(
+    {"requires_grad_", "retain_grad_", "share_memory_", "detach_", "set_", "resize_", "resize_as_", "rename_",
+     "unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_", "as_strided_"}
+)
+_PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
+
+
+def is_inplace_write(method: str) -> bool:
+    return method.endswith("_") and not method.endswith("__") and not method.startswith("_") and method not in _NOT_WRITES
+
+
+def param_loop_names(fn: cst.FunctionDef) -> set[str]:
+    """Names bound by ``for p in self.parameters()`` / ``for n, p in self.<sub>.named_parameters()``."""
+    found: set[str] = set()
+
+    class Walker(cst.CSTVisitor):
+        def visit_For(self, node: cst.For) -> None:
+            it = node.iter
+            if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
+                return
+            if it.func.attr.value not in _PARAM_ITERATORS:
+                return
+            root = it.func.value
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if not (isinstance(root, cst.Name) and root.value == "self"):
+                return
+            target = node.target
+            if it.func.attr.value == "named_parameters":
+                if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                    target = target.elements[1].value
+                else:
+                    return
+            if isinstance(target, cst.Name):
+                found.add(target.value)
+
+    fn.visit(Walker())
+    return found
+
+
+def is_parameter(expr: cst.BaseExpression, ctx, loop_names: set[str]) -> bool:
+    """``self.<param>``, ``self.<submodule>.weight/bias`` or a loop variable over ``self.parameters()``."""
+    if isinstance(expr, cst.Name):
+        return expr.value in loop_names
+    if not isinstance(expr, cst.Attribute):
+        return False
+    cls = ctx.cls
+    if cls is None:
+        return False
+    base = expr.value
+    if isinstance(base, cst.Name) and base.value == "self":
+        return expr.attr.value in cls.params
+    if (
+        expr.attr.value in ("weight", "bias")
+        and isinstance(base, cst.Attribute)
+        and isinstance(base.value, cst.Name)
+        and base.value.value == "self"
+    ):
+        return base.attr.value in cls.submodules
+    return False
+
+
+def no_grad_wrap(ctx, node: cst.CSTNode, statement: str) -> Optional[str]:
+    """``with torch.no_grad():`` + ``statement`` on the next line, for replacing ``node`` when it is the only
+    small statement of its line (None otherwise, or when torch is not imported as a module)."""
+    torch_name = ctx.alias_for("torch")
+    if torch_name is None:
+        return None
+    parents = ctx.parents
+    if isinstance(node, cst.BaseSmallStatement):
+        owner, rest = node, parents
+    elif parents and isinstance(parents[0], cst.Expr) and parents[0].value is node:
+        owner, rest = parents[0], parents[1:]
+    else:
+        return None  # an expression inside a larger statement: no statement to wrap
+    if not rest or not isinstance(rest[0], cst.SimpleStatementLine):
+        return None  # `if c: p.data.zero_()` on one line
+    if len(rest[0].body) != 1 or rest[0].body[0] is not owner:
+        return None
+    unit = ctx.module.default_indent
+    return f"with {torch_name}.no_grad():\n{ctx.indent()}{unit}{statement}"
+
+
+class DataMutation(Rule):
+    code = "FL402"
+    name = "data-mutation"
+    message = "parameter mutated through `.data` in compiled code: an extra eager copy per forward when training"
+    effects = (Effect.EXTRA_KERNEL,)
+    fix_applicability = Applicability.UNSAFE
+    triggers = (".data",)
+    measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
+    docs = """
+## What it does
+Flags in-place writes to a **parameter** through `.data` in code that `torch.compile` traces:
+`self.w.data.clamp_(...)`, `self.lin.weight.data.mul_(...)`, `self.w.data[0] = ...`, and the same on
+the loop variable of `for p in self.parameters()`.
+
+## Why is this bad?
+`.data` hides the mutation from autograd. When the forward runs with gradients enabled (training),
+AOTAutograd cannot keep such a mutation of a graph input inside the compiled graph, so every
+compiled forward ends with an extra eager copy back into the parameter. Measured with torch 2.13.0
+on CPU (`fixtures/FL402_data_mutation`, `self.a.weight.data.clamp_(-0.1, 0.1)` before a Linear,
+grad enabled): 4 launches per compiled forward (2 `cpp_fused` + `addmm` + an eager `aten::copy_`)
+instead of 3 for the `torch.no_grad()` version, where inductor fuses the write into the clamp kernel.
+On an H200 with torch 2.11: 4 kernels + 1 device-to-device memcpy vs 4 kernels + 0 memcpy (the copy
+is a memcpy there, which the truth table's first smoke run did not count). `weight.data[0] = 0.0`
+behaves the same (+1 `aten::copy_`). Results and gradients equal eager in both versions.
+
+Checked and not flagged, because they measured no extra copy: `.data` writes to buffers and to
+inputs that do not require grad, any `.data` write under `torch.no_grad()`/inference, and reading
+`.data` (`h.data * 2`). The augmented assignment `p.data *= k` is worse, see FL405.
+
+## Example
+```python
+def forward(self, x):
+    self.a.weight.data.clamp_(-0.1, 0.1)
+    return self.a(x)
+```
+
+## Use instead
+```python
+def forward(self, x):
+    with torch.no_grad():
+        self.a.weight.clamp_(-0.1, 0.1)
+    return self.a(x)
+```
+Better still, clip in the training loop after `optimizer.step()`, outside the compiled model.
+
+## Fix safety
+Unsafe: under `torch.no_grad()` the write bumps the parameter's version counter, which `.data`
+did not. If the parameter was already used (and saved for backward) earlier in the same forward,
+the backward pass then raises instead of silently using the modified value.
+"""
+    VALID = [
+        # no_grad + in-place: the fixed form
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.a = nn.Linear(8, 8)\n    def forward(self, x):\n        with torch.no_grad():\n"
+        "            self.a.weight.clamp_(-0.1, 0.1)\n        return self.a(x)\n",
+        # reading .data
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.ones(8))\n    def forward(self, x):\n        return x * self.w.data\n",
+        # a buffer: measured no extra copy
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('avg', torch.zeros(8))\n    def forward(self, x):\n"
+        "        self.avg.data.mul_(0.9)\n        return x - self.avg\n",
+        # outside compiled code: the training loop
+        "import torch\ndef clip(model):\n    for p in model.parameters():\n        p.data.clamp_(-0.01, 0.01)\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.a = nn.Linear(8, 8)\n    def forward(self, x):\n        self.a.weight.data.clamp_(-0.1, 0.1)\n"
+            "        return self.a(x)\n",
+            expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.a = nn.Linear(8, 8)\n    def forward(self, x):\n        with torch.no_grad():\n"
+            "            self.a.weight.clamp_(-0.1, 0.1)\n        return self.a(x)\n",
+            line=8,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.ones(8))\n    def forward(self, x):\n"
+            "        for p in self.parameters():\n            p.data.clamp_(-1, 1)  # clip\n        return x * self.w\n",
+            expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.ones(8))\n    def forward(self, x):\n"
+            "        for p in self.parameters():\n            with torch.no_grad():\n                p.clamp_(-1, 1)  # clip\n"
+            "        return x * self.w\n",
+            line=9,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.ones(8))\n    def forward(self, x):\n        self.w.data[0] = 0.0\n"
+            "        return x * self.w\n",
+            expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.w = nn.Parameter(torch.ones(8))\n    def forward(self, x):\n        with torch.no_grad():\n"
+            "            self.w[0] = 0.0\n        return x * self.w\n",
+            line=8,
+        ),
+        Invalid(
+            "from torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.a = nn.Linear(8, 8)\n    def forward(self, x):\n"
+            "        self.a.bias.data.zero_(); return self.a(x)\n",
+            line=7,
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._loops: dict[int, set[str]] = {}
+
+    def _loop_names(self, ctx) -> set[str]:
+        fn = ctx.function
+        if fn is None:
+            return set()
+        key = id(fn.node)
+        if key not in self._loops:
+            self._loops[key] = param_loop_names(fn.node)
+        return self._loops[key]
+
+    def _param_data(self, expr: cst.BaseExpression, ctx) -> Optional[cst.BaseExpression]:
+        """The parameter expression when ``expr`` is ``<param>.data``."""
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            if is_parameter(expr.value, ctx, self._loop_names(ctx)):
+                return expr.value
+        return None
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and is_inplace_write(func.attr.value)):
+            return
+        param = self._param_data(func.value, ctx)
+        if param is None:
+            return
+        pcode = ctx.code(param)
+        call_text = f"{pcode}.{func.attr.value}({ctx.code(node)[len(ctx.code(func)) + 1:]}"
+        wrapped = no_grad_wrap(ctx, node, call_text)
+        fix = ctx.fix(Applicability.UNSAFE, ctx.replace(node, wrapped), title="Write under `torch.no_grad()`") if wrapped else None
+        ctx.report(node, self._msg(pcode, f".{func.attr.value}()"), fix=fix)
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if not isinstance(target, cst.Subscript):
+            return
+        param = self._param_data(target.value, ctx)
+        if param is None:
+            return
+        pcode = ctx.code(param)
+        text = ctx.code(node).strip()
+        stmt = pcode + text[len(ctx.code(target.value)):]
+        wrapped = no_grad_wrap(ctx, node, stmt)
+        fix = ctx.fix(Applicability.UNSAFE, ctx.replace(node, wrapped), title="Write under `torch.no_grad()`") if wrapped else None
+        ctx.report(node, self._msg(pcode, "[...] ="), fix=fix)
+
+    @staticmethod
+    def _msg(param: str, op: str) -> str:
+        return (
+            f"`{param}.data{op}` mutates a parameter behind autograd's back: with gradients enabled the compiled "
+            "forward adds an eager copy into it on every call; write under `torch.no_grad()` instead"
+        )

@@ -1,0 +1,278 @@
+"""FL403 inplace-on-saved-output: an in-place write to the output of an op that autograd saves (sigmoid, tanh...)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
+from fusionlint.rules.FL402_data_mutation import is_inplace_write
+
+# Ops whose backward reads their *output*, measured (torch 2.13 CPU, grad on) to make a later
+# in-place write on that output fail: method name -> display name.
+_SAVING_METHODS = frozenset({"sigmoid", "tanh", "exp", "relu", "softmax", "sqrt"})
+_SAVING_FUNCS = frozenset(
+    {
+        "torch.sigmoid", "torch.tanh", "torch.exp", "torch.relu", "torch.softmax", "torch.sqrt",
+        "torch.nn.functional.relu", "torch.nn.functional.softmax", "torch.nn.functional.sigmoid",
+        "torch.nn.functional.tanh",
+    }
+)
+_FIXABLE = frozenset(
+    {"add_", "sub_", "mul_", "div_", "clamp_", "clamp_min_", "clamp_max_", "clip_", "pow_", "neg_", "masked_fill_",
+     "addcmul_", "lerp_", "exp_", "log_", "abs_", "relu_", "sigmoid_", "tanh_"}
+)
+_AUG_OPS = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
+    cst.PowerAssign: "**",
+}
+_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled"})
+
+
+def _saving_op(expr: Optional[cst.BaseExpression], qualname) -> Optional[str]:
+    if not isinstance(expr, cst.Call):
+        return None
+    if any(a.keyword is not None and a.keyword.value == "inplace" for a in expr.args):
+        return None
+    qual = qualname(expr.func) or ""
+    if qual in _SAVING_FUNCS:
+        return qual.replace("torch.nn.functional.", "F.")
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _SAVING_METHODS and not qual.startswith("torch."):
+        return f".{func.attr.value}()"
+    return None
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _saved_names(fn: cst.FunctionDef, qualname) -> dict[str, str]:
+    """Names whose every binding in ``fn`` is the output of an output-saving op."""
+    binds: dict[str, list[Optional[str]]] = {}
+
+    class Walker(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            op = _saving_op(node.value, qualname)
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    binds.setdefault(target.target.value, []).append(op)
+                else:
+                    for name in _target_names(target.target):
+                        binds.setdefault(name, []).append(None)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            for name in _target_names(node.target):
+                binds.setdefault(name, []).append(_saving_op(node.value, qualname))
+
+        def visit_For(self, node: cst.For) -> None:
+            for name in _target_names(node.target):
+                binds.setdefault(name, []).append(None)
+
+        def visit_WithItem(self, node: cst.WithItem) -> None:
+            if node.asname is not None:
+                for name in _target_names(node.asname.name):
+                    binds.setdefault(name, []).append(None)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            for name in _target_names(node.target):
+                binds.setdefault(name, []).append(_saving_op(node.value, qualname))
+
+    fn.visit(Walker())
+    params = fn.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        binds.setdefault(p.name.value, []).append(None)
+    return {n: ops[0] for n, ops in binds.items() if ops and all(op is not None for op in ops)}  # type: ignore[misc]
+
+
+class InplaceOnSavedOutput(Rule):
+    code = "FL403"
+    name = "inplace-on-saved-output"
+    message = "in-place write to a tensor autograd saved for backward: torch.compile fails at the first forward"
+    effects = (Effect.RUNTIME_ERROR,)
+    severity = Severity.ERROR
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("sigmoid", "tanh", "exp", "relu", "softmax", "sqrt")
+    measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
+    docs = """
+## What it does
+Flags an in-place write (`y.mul_(2)`, `y += 1`, `y[:, 0] = 0`, ...) to a local name that holds the
+output of `sigmoid`, `tanh`, `exp`, `relu`, `softmax` or `sqrt` (method, `torch.*` or `F.*` form),
+in code that `torch.compile` traces, unless the code is under `torch.no_grad()`/`inference_mode()`.
+
+## Why is this bad?
+The backward of these ops reads their output, so autograd saves it; writing to it in place
+invalidates the saved value. Measured with torch 2.13.0 on CPU, gradients enabled
+(`fixtures/FL403_inplace_on_saved_output`, `gate = self.a(x).sigmoid(); gate.mul_(2.0)`): eager
+runs the forward and fails only in backward ("one of the variables needed for gradient computation
+has been modified by an inplace operation"); the compiled model fails **at the first forward**
+(`BackendCompilerFailed` wrapping the same RuntimeError), so even an evaluation loop that forgot
+`torch.no_grad()` crashes once compiled. The same for `tanh`, `exp`, `relu`, `F.relu`, `softmax`,
+`sqrt`, for `y *= 2` and for `y[:, 0] = 0.0`. torch 2.11 on an H200 fails the same way (sigmoid
+probe). Under `torch.no_grad()` both modes run.
+
+Checked and not flagged: `F.gelu` and `F.silu` outputs (their backward reads the input; the
+in-place write measured harmless) and in-place writes under `torch.no_grad()`.
+
+## Example
+```python
+gate = self.a(x).sigmoid()
+gate.mul_(2.0)
+```
+
+## Use instead
+```python
+gate = self.a(x).sigmoid() * 2.0
+```
+
+## Fix safety
+Unsafe: the fix rewrites `y.op_(args)` to `y = y.op(args)` and `y op= v` to `y = y op v`, which
+allocates a new tensor (more memory in inference code that used the in-place form on purpose) and
+stops writing into any other alias of `y`.
+"""
+    VALID = [
+        # out-of-place
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        y = h.sigmoid() * 2\n        return y\n",
+        # the backward of gelu reads its input: harmless
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        y = F.gelu(h)\n        y.mul_(2)\n        return y\n",
+        # under no_grad nothing is saved
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        with torch.no_grad():\n            y = h.sigmoid()\n            y.mul_(2)\n        return y\n",
+        # a decorated inference helper
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    @torch.no_grad()\n    def forward(self, h):\n"
+        "        y = torch.tanh(h)\n        y.add_(1)\n        return y\n",
+        # the name is rebound to a fresh tensor before the write (flow-insensitive: not flagged)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+        "        y = h.exp()\n        y = y / y.sum()\n        y.mul_(2)\n        return y\n",
+        # outside compiled code
+        "import torch\ndef post(h):\n    y = h.sigmoid()\n    y.mul_(2)\n    return y\n",
+    ]
+    INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        gate = h.sigmoid()\n        gate.mul_(2.0)\n        return h * gate\n",
+            expected_fix="import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        gate = h.sigmoid()\n        gate = gate.mul(2.0)\n        return h * gate\n",
+            line=6,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        y = F.relu(h)\n        y += 1\n        return y\n",
+            expected_fix="import torch\nimport torch.nn.functional as F\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        y = F.relu(h)\n        y = y + 1\n        return y\n",
+            line=7,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        p = torch.softmax(h, -1)\n        p[:, 0] = 0.0\n        return p\n",
+            line=6,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, h):\n"
+            "        y = h.tanh()\n        torch.clamp_(y, -0.5, 0.5)\n        return y\n",
+            line=6,
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._names: dict[int, dict[str, str]] = {}
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _saved(self, expr: cst.BaseExpression, ctx) -> Optional[str]:
+        if not isinstance(expr, cst.Name) or ctx.function is None:
+            return None
+        key = id(ctx.function.node)
+        if key not in self._names:
+            self._names[key] = _saved_names(ctx.function.node, ctx.qualname)
+        return self._names[key].get(expr.value)
+
+    @staticmethod
+    def _no_grad(ctx) -> bool:
+        for parent in ctx.iter_parents():
+            if isinstance(parent, cst.With):
+                for item in parent.items:
+                    call = item.item
+                    func = call.func if isinstance(call, cst.Call) else call
+                    if (ctx.qualname(func) or "") in _NO_GRAD:
+                        return True
+            if isinstance(parent, cst.FunctionDef):
+                for dec in parent.decorators:
+                    expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+                    if (ctx.qualname(expr) or "") in _NO_GRAD:
+                        return True
+        return False
+
+    @staticmethod
+    def _msg(name: str, op: str, how: str) -> str:
+        return (
+            f"`{name}` holds the output of `{op}`, which autograd saves for backward; writing it in place ({how}) "
+            "makes the compiled model fail at the first forward when gradients are enabled (eager fails in backward)"
+        )
+
+    # -- handlers --------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if not is_inplace_write(method):
+            return
+        qual = ctx.qualname(func) or ""
+        if qual.startswith("torch.") and qual.count(".") == 1:  # torch.clamp_(y, ...)
+            if not node.args or node.args[0].keyword is not None:
+                return
+            target = node.args[0].value
+            op = self._saved(target, ctx)
+            if op is not None and not self._no_grad(ctx):
+                ctx.report(node, self._msg(ctx.code(target), op, f"`{qual}`"))
+            return
+        target = func.value
+        op = self._saved(target, ctx)
+        if op is None or self._no_grad(ctx):
+            return
+        fix = None
+        parent = ctx.parent
+        if method in _FIXABLE and isinstance(parent, cst.Expr) and parent.value is node:
+            name = ctx.code(target)
+            args = ", ".join(ctx.code(a).strip().rstrip(",").strip() for a in node.args)
+            fix = ctx.fix(
+                Applicability.UNSAFE, ctx.replace(node, f"{name} = {name}.{method[:-1]}({args})"),
+                title=f"Use the out-of-place `.{method[:-1]}()`",
+            )
+        ctx.report(node, self._msg(ctx.code(target), op, f"`.{method}()`"), fix=fix)
+
+    def visit_AugAssign(self, node: cst.AugAssign, ctx) -> None:
+        op = self._saved(node.target, ctx)
+        if op is None or self._no_grad(ctx):
+            return
+        name = ctx.code(node.target)
+        symbol = _AUG_OPS.get(type(node.operator))
+        fix = None
+        if symbol is not None:
+            fix = ctx.fix(
+                Applicability.UNSAFE, ctx.replace(node, f"{name} = {name} {symbol} {ctx.code(node.value)}"),
+                title="Use an out-of-place operation",
+            )
+        ctx.report(node, self._msg(name, op, f"`{ctx.code(node.operator).strip()}`"), fix=fix)
+
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        for target in node.targets:
+            t = target.target
+            if isinstance(t, cst.Subscript):
+                op = self._saved(t.value, ctx)
+                if op is not None and not self._no_grad(ctx):
+                    ctx.report(node, self._msg(ctx.code(t.value), op, "item assignment"))
+                    return
