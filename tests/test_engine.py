@@ -180,3 +180,13 @@ def test_annotations_decide_helper_parameters():
         "        return a\n"
     )
     assert _facts(source, "M.f").names == {"a", "c", "d"}
+
+
+def test_project_index_knows_disabled_functions_across_files():
+    project = ProjectIndex()
+    project.add_file(
+        "util.py",
+        "import torch\n@torch.compiler.disable\ndef log_stats(x):\n    pass\n"
+        "def slow(x):\n    return x\nfast = torch._dynamo.disable(slow)\n",
+    )
+    assert project.disabled_functions == {"log_stats", "fast"}

@@ -19,6 +19,10 @@ _DISABLE_RE = re.compile(
     r"(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)",
     re.M,
 )
+# `fast_path = torch.compiler.disable(slow_path)`: the assigned name is a disabled callable too.
+_DISABLE_ASSIGN_RE = re.compile(
+    r"^[ \t]*(\w+)[ \t]*=[ \t]*[\w.]*(?:compiler\.disable|_dynamo\.disable|_disable_dynamo)\(", re.M
+)
 # `obj.attr = value` and `obj.attr op= value`, but not `==`, `<=`, `>=`, `!=`.
 _ATTR_WRITE_RE = re.compile(r"\b(\w+)\.(\w+)[ \t]*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)")
 
@@ -61,6 +65,8 @@ class ProjectIndex:
         if "disable" in text:
             for match in _DISABLE_RE.finditer(text):
                 self.disabled_functions.add(match.group(2))
+            for match in _DISABLE_ASSIGN_RE.finditer(text):
+                self.disabled_functions.add(match.group(1))
         for match in _ATTR_WRITE_RE.finditer(text):
             if match.group(1) == "self":
                 continue  # per-class writes come from the parsed file itself
