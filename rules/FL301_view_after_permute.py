@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.bindings import target_names
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
 
@@ -276,7 +277,7 @@ class _Ranks:
                 for target in stmt.targets:
                     self._bind(target.target, stmt.value)
             else:
-                for name in _names(stmt.target):
+                for name in target_names(stmt.target):
                     self.assigned.setdefault(name, []).append(cst.Name("__unknown__"))
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
@@ -285,7 +286,7 @@ class _Ranks:
             self.unpacked.pop(target.value, None)
             self.elements.pop(target.value, None)
             return
-        names = _names(target)
+        names = target_names(target)
         starred = isinstance(target, (cst.Tuple, cst.List)) and any(
             isinstance(e, cst.StarredElement) for e in target.elements
         )
@@ -353,13 +354,3 @@ def _shape_source(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) and value.func.attr.value == "size":
         return value.func.value
     return None
-
-
-def _names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names(target.value)
-    return []

@@ -190,3 +190,18 @@ def test_project_index_knows_disabled_functions_across_files():
         "def slow(x):\n    return x\nfast = torch._dynamo.disable(slow)\n",
     )
     assert project.disabled_functions == {"log_stats", "fast"}
+
+
+def test_bindings_record_plain_values_and_mark_the_rest():
+    from fusionlint.analysis.bindings import bindings, sole_value
+
+    fn = cst.parse_module(
+        "def f(x, *rest):\n    y = x.t()\n    for i in x:\n        pass\n    a, b = 1, 2\n    z: int = 3\n    z += 1\n"
+    ).body[0]
+    table = bindings(fn)
+    code = lambda v: None if v is None else cst.Module([]).code_for_node(v)  # noqa: E731
+    assert {k: [code(v) for v in vs] for k, vs in table.items()} == {
+        "x": [None], "rest": [None], "y": ["x.t()"], "i": [None], "a": [None], "b": [None], "z": ["3", None],
+    }
+    assert code(sole_value(table, "y")) == "x.t()"
+    assert sole_value(table, "z") is None and sole_value(table, "x") is None

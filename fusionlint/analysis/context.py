@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
+from fusionlint.analysis.bindings import bindings
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo, ParentLink
 from fusionlint.analysis.names import resolve
 from fusionlint.analysis.project import ProjectIndex
@@ -136,6 +137,15 @@ class RuleContext:
         if fn._facts is None:
             fn._facts = TensorFacts(fn, self.file)
         return fn._facts  # type: ignore[return-value]
+
+    def bindings(self, function: Optional[FunctionInfo] = None) -> dict:
+        """name -> values of its bindings in the function (see fusionlint.analysis.bindings)."""
+        fn = function or self.function
+        if fn is None:
+            return {}
+        if fn._bindings is None:
+            fn._bindings = bindings(fn.node)
+        return fn._bindings  # type: ignore[return-value]
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         facts = self.facts()

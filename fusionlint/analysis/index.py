@@ -49,6 +49,7 @@ class FunctionInfo:
     kind: str = "function"  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper" | "function"
     chain: Optional[str] = None  # set when compiled: "Model.forward → self._mask"
     _facts: object = None  # TensorFacts, computed lazily
+    _bindings: object = None  # fusionlint.analysis.bindings.bindings(node), computed lazily
 
     @property
     def compiled(self) -> bool:
