@@ -186,7 +186,9 @@ def rules_cmd(fmt: str) -> None:
             }
             for r in rules.values()
         ]
-        click.echo(json.dumps(rows, indent=2))
+        from fusionlint.rules import CHECKED_WITHOUT_EFFECT
+
+        click.echo(json.dumps({"rules": rows, "checked_without_effect": list(CHECKED_WITHOUT_EFFECT)}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -203,7 +205,13 @@ def rules_cmd(fmt: str) -> None:
             r.fix_applicability.value if r.fix_applicability else "-",
             "; ".join(r.measured_on) or "-",
         )
-    Console(highlight=False, soft_wrap=True, width=200 if not sys.stdout.isatty() else None).print(table)
+    console = Console(highlight=False, soft_wrap=True, width=200 if not sys.stdout.isatty() else None)
+    console.print(table)
+    from fusionlint.rules import CHECKED_WITHOUT_EFFECT
+
+    console.print("\nChecked, no effect (not flagged):")
+    for family in CHECKED_WITHOUT_EFFECT:
+        console.print(f"  {family['family']} ({family['torch']}): {family['forms']}. Evidence: {family['evidence']}.")
 
 
 if __name__ == "__main__":  # pragma: no cover
