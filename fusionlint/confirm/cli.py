@@ -1,0 +1,119 @@
+"""Command-line glue for the confirm pass: ``check``'s confirm options and the ``merge`` command.
+
+Kept here so ``fusionlint/cli.py`` only needs a decorator and two calls. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+
+from fusionlint.confirm.orchestrate import ConfirmError, confirm_findings, merge_files, parse_shard
+
+_OPTIONS = [
+    click.option("--confirm", "confirm", is_flag=True, help="Run flagged modules under torch.compile and attach the measured evidence (imports your code; needs torch)."),
+    click.option("--confirm-on-gpu", "confirm_on_gpu", is_flag=True, help="Like --confirm, on a CUDA GPU (fails when none is visible)."),
+    click.option("--device", "confirm_device", default=None, metavar="cpu|cuda|cuda:N", help="Device for --confirm/--verify (default: cuda if available, else cpu)."),
+    click.option("--jobs", "confirm_jobs", type=int, default=None, help="Confirm workers in parallel (default: 1 on CPU, one per visible GPU)."),
+    click.option("--shard", "confirm_shard", default=None, metavar="K/N", help="Confirm only the K-th of N deterministic slices of the modules."),
+    click.option("--confirm-timeout", "confirm_timeout", type=float, default=None, metavar="SECONDS", help="Per-module time limit (default 120)."),
+    click.option("--report", "confirm_report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="With --confirm: write a self-contained HTML evidence report."),
+    click.option("--verify", "confirm_verify", is_flag=True, help="With --fix: write a fix only if the module stays allclose and the effect shrinks."),
+    click.option("--no-confirm-cache", "confirm_no_cache", is_flag=True, help="Ignore cached confirm results."),
+]
+
+
+def confirm_options(func: Callable) -> Callable:
+    """Decorator adding the confirm pass's options to ``check`` (they arrive as keyword args)."""
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+class ConfirmCLI:
+    """Validates the confirm options and runs the pass around the static run."""
+
+    def __init__(self, kw: dict, *, fix: bool, echo: Optional[Callable[[str], None]] = None) -> None:
+        self.enabled = bool(kw.get("confirm") or kw.get("confirm_on_gpu"))
+        self.on_gpu = bool(kw.get("confirm_on_gpu"))
+        self.device = kw.get("confirm_device")
+        self.jobs = kw.get("confirm_jobs")
+        self.shard = parse_shard(kw.get("confirm_shard"))
+        self.timeout = kw.get("confirm_timeout")
+        self.report = kw.get("confirm_report")
+        self.verify = bool(kw.get("confirm_verify"))
+        self.use_cache = not kw.get("confirm_no_cache")
+        self.echo = echo or (lambda line: click.echo(line, err=True))
+        self.verifier: Any = None
+        if self.verify and not fix:
+            raise ConfirmError("--verify needs --fix (or --diff)")
+        if not self.enabled:
+            for flag, value in (
+                ("--jobs", self.jobs),
+                ("--shard", self.shard),
+                ("--report", self.report),
+                ("--confirm-timeout", self.timeout if not self.verify else None),
+                ("--device", self.device if not self.verify else None),
+            ):
+                if value is not None:
+                    raise ConfirmError(f"{flag} needs --confirm")
+        if self.jobs is not None and self.jobs < 1:
+            raise ConfirmError("--jobs must be at least 1")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfirmError("--confirm-timeout must be positive")
+
+    def verify_hook(self, settings: Any) -> Optional[Callable]:
+        if not self.verify:
+            return None
+        from fusionlint.confirm.verify import Verifier
+
+        self.verifier = Verifier(
+            settings, device=self.device or ("cuda" if self.on_gpu else "auto"), timeout=self.timeout, log=self.echo
+        )
+        return self.verifier
+
+    def run(self, result: Any, settings: Any) -> None:
+        if not self.enabled:
+            return
+        confirm_findings(
+            result,
+            settings=settings,
+            device=self.device or ("cuda" if self.on_gpu else "auto"),
+            jobs=self.jobs,
+            shard=self.shard,
+            timeout=self.timeout,
+            report_path=self.report,
+            require_gpu=self.on_gpu,
+            use_cache=self.use_cache,
+            progress=self.echo,
+        )
+        if self.report is not None:
+            self.echo(f"wrote {self.report}")
+
+
+@click.command("merge")
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the merged JSON to FILE.")
+def merge_command(reports: tuple[Path, ...], output: Optional[Path]) -> None:
+    """Merge JSON reports of `check --confirm --shard K/N --format json` runs into one."""
+    try:
+        merged = merge_files(list(reports))
+    except ConfirmError as exc:
+        click.echo(f"fusionlint: error: {exc}", err=True)
+        raise click.exceptions.Exit(2)
+    text = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        from fusionlint.files import atomic_write
+
+        try:
+            atomic_write(output, text)
+        except OSError as exc:
+            click.echo(f"fusionlint: error: cannot write {output}: {exc.strerror or exc}", err=True)
+            raise click.exceptions.Exit(2)
+    remaining = merged.get("findings") or merged.get("errors")
+    raise click.exceptions.Exit(1 if remaining else 0)

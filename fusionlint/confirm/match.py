@@ -1,0 +1,264 @@
+"""Turn one module's measurement into per-finding verdicts, plus findings for unexplained breaks.
+
+A finding is ``confirmed`` when one of its claimed effects is observed (graph breaks: a break site
+on one of the finding's lines; recompiles, kernels, syncs, errors, divergence: the module-level
+effect is present), ``not-reproduced`` when the module ran but none of its measurable effects
+appeared, and ``unconfirmed`` when nothing could be measured (with the reason).
+Break sites that no graph-break finding covers become ``FL900 runtime-graph-break`` findings.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from fusionlint.rule import Effect, Finding, Severity
+
+CONFIRMED, NOT_REPRODUCED, UNCONFIRMED = "confirmed", "not-reproduced", "unconfirmed"
+BENIGN_RECOMPILES = 1  # automatic dynamic: the first new shape recompiles once, then stays dynamic
+RUNTIME_BREAK_CODE = "FL900"
+RUNTIME_BREAK_NAME = "runtime-graph-break"
+_RANK = {CONFIRMED: 3, NOT_REPRODUCED: 2, UNCONFIRMED: 1}
+
+
+def abs_path(path: str, root: Path) -> str:
+    p = Path(path)
+    return os.path.realpath(p if p.is_absolute() else Path(root) / p)
+
+
+def _site_file(site) -> Optional[str]:
+    return os.path.realpath(site[1]) if site[1] else None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def verdicts(finding: Finding, m: dict, root: Path, fixed: Optional[dict] = None) -> dict:
+    """effect -> {"verdict": confirmed|not-reproduced|unmeasurable, "evidence": str}."""
+    out: dict = {}
+    path = abs_path(finding.path, root)
+    ran = bool(m.get("compiled_ok"))
+    compiled_failure = m.get("compiled_error") or "the compiled module did not run"
+    cuda = str(m.get("device", "cpu")).startswith("cuda")
+    for effect in finding.effects:
+        effect = Effect(effect)
+        if effect is Effect.GRAPH_BREAK:
+            if not ran:
+                out[effect.value] = _v("unmeasurable", f"compiled run failed: {compiled_failure}")
+                continue
+            lines = range(finding.line, finding.end_line + 1)
+            hits = [s for s in m.get("break_sites", []) if _site_file(s) == path and s[2] in lines]
+            if hits:
+                desc = "; ".join(f"{s[0] or 'break'} at line {s[2]} ({s[3]})" for s in hits)
+                out[effect.value] = _v(CONFIRMED, f"graph break: {desc}")
+            else:
+                others = sorted({s[2] for s in m.get("break_sites", []) if _site_file(s) == path})
+                extra = f" (breaks at lines {', '.join(map(str, others))})" if others else ""
+                out[effect.value] = _v(NOT_REPRODUCED, f"no graph break at line {finding.line}{extra}")
+        elif effect is Effect.RECOMPILE:
+            if not ran:
+                out[effect.value] = _v("unmeasurable", f"compiled run failed: {compiled_failure}")
+                continue
+            n, hit = int(m.get("recompiles") or 0), bool(m.get("recompile_limit_hit"))
+            calls = len(m.get("compiles_per_call") or [])
+            if hit or n > BENIGN_RECOMPILES:
+                tail = ", recompile limit hit" + (", then eager" if m.get("compiled_regions") == 0 else "") if hit else ""
+                out[effect.value] = _v(CONFIRMED, f"{_plural(n, 'recompile')} over {_plural(calls, 'call')}{tail}")
+            else:
+                out[effect.value] = _v(NOT_REPRODUCED, f"{_plural(n, 'recompile')} over {_plural(calls, 'call')}")
+        elif effect is Effect.EXTRA_KERNEL:
+            if not ran:
+                out[effect.value] = _v("unmeasurable", f"compiled run failed: {compiled_failure}")
+                continue
+            fk = (fixed or {}).get("kernels_compiled") if fixed and fixed.get("compiled_ok") else None
+            mine = m.get("kernels_compiled")
+            if fk is None or mine is None:
+                out[effect.value] = _v("unmeasurable", "no fixed variant to compare kernel counts with")
+            elif mine > fk:
+                out[effect.value] = _v(CONFIRMED, f"{mine} kernels per compiled forward vs {fk} with the fix")
+            else:
+                out[effect.value] = _v(NOT_REPRODUCED, f"{mine} kernels per compiled forward, {fk} with the fix")
+        elif effect is Effect.HOST_SYNC:
+            if not ran:
+                out[effect.value] = _v("unmeasurable", f"compiled run failed: {compiled_failure}")
+                continue
+            n = m.get("host_syncs_compiled")
+            if not cuda:
+                out[effect.value] = _v(
+                    "unmeasurable", f"not measurable on CPU (sync-prone ops per forward: {n if n is not None else '?'})"
+                )
+            elif n:
+                out[effect.value] = _v(CONFIRMED, f"{_plural(n, 'host sync')} per compiled forward ({_detail(m)})")
+            else:
+                out[effect.value] = _v(NOT_REPRODUCED, "no host sync in the compiled forward")
+        elif effect is Effect.RUNTIME_ERROR:
+            errs = [e for e in (m.get("eager_error"), m.get("compiled_error")) if e]
+            if errs:
+                where = "eager" if m.get("eager_error") else "compiled"
+                out[effect.value] = _v(CONFIRMED, f"{where} raises {errs[0]}")
+            else:
+                out[effect.value] = _v(NOT_REPRODUCED, "eager and compiled both run")
+        elif effect is Effect.SILENT_DIVERGENCE:
+            if m.get("eager_ok") is False and ran:
+                out[effect.value] = _v(CONFIRMED, f"eager raises ({m.get('eager_error')}) but compiled runs")
+            elif m.get("eager_ok") and ran:
+                if m.get("outputs_allclose") is False or m.get("inputs_allclose") is False:
+                    what = "outputs" if m.get("outputs_allclose") is False else "inputs after the call"
+                    out[effect.value] = _v(CONFIRMED, f"eager and compiled {what} differ")
+                else:
+                    out[effect.value] = _v(NOT_REPRODUCED, "eager and compiled agree")
+            else:
+                out[effect.value] = _v("unmeasurable", f"compiled run failed: {compiled_failure}")
+    return out
+
+
+def _v(verdict: str, evidence: str) -> dict:
+    return {"verdict": verdict, "evidence": evidence}
+
+
+def _detail(m: dict) -> str:
+    d = (m.get("sync_detail") or {}).get("compiled") or {}
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in d.items())
+
+
+def status_of(effects: dict) -> tuple[str, Optional[str]]:
+    kinds = [e["verdict"] for e in effects.values()]
+    if CONFIRMED in kinds:
+        return CONFIRMED, None
+    if NOT_REPRODUCED in kinds:
+        return NOT_REPRODUCED, None
+    reasons = "; ".join(e["evidence"] for e in effects.values()) or "no measurable effect"
+    return UNCONFIRMED, reasons
+
+
+def module_numbers(m: dict, worker: dict, fixed: Optional[dict] = None) -> dict:
+    """The module-level evidence every finding of the module shares."""
+    return {
+        "device": m.get("device"),
+        "device_name": m.get("device_name"),
+        "torch": m.get("torch_version"),
+        "example": worker.get("example"),
+        "regions": m.get("compiled_regions"),
+        "break_sites": len(m.get("break_sites") or []),
+        "recompiles": m.get("recompiles"),
+        "recompile_limit_hit": m.get("recompile_limit_hit"),
+        "compiles_per_call": m.get("compiles_per_call"),
+        "kernels": {
+            "eager": m.get("kernels_eager"),
+            "compiled": m.get("kernels_compiled"),
+            "fixed": (fixed or {}).get("kernels_compiled") if fixed else None,
+        },
+        "syncs": {"method": m.get("sync_method"), "eager": m.get("host_syncs_eager"), "compiled": m.get("host_syncs_compiled")},
+        "times_us": {"eager": m.get("eager_us"), "compiled": m.get("compiled_us")},
+        "outputs_allclose": m.get("outputs_allclose"),
+        "eager_error": m.get("eager_error"),
+        "compiled_error": m.get("compiled_error"),
+    }
+
+
+def confirmation_for(finding: Finding, worker: dict, root: Path, label: str) -> dict:
+    """The ``Finding.confirmation`` dict for one finding from its module's worker result."""
+    if not worker.get("ok"):
+        reason = worker.get("reason") or "the module could not be run"
+        conf = {"status": UNCONFIRMED, "module": label, "reason": reason, "summary": reason}
+        if worker.get("hint"):
+            conf["hint"] = worker["hint"]
+            conf["summary"] = f"{reason} ({worker['hint']})"
+        for key in ("device", "torch"):
+            if worker.get(key):
+                conf[key] = worker[key]
+        return conf
+    m = worker["measurement"]
+    fixed = ((worker.get("variants") or {}).get("fixed") or {}).get("measurement")
+    effects = verdicts(finding, m, root, fixed)
+    status, reason = status_of(effects)
+    lines = range(finding.line, finding.end_line + 1)
+    path = abs_path(finding.path, root)
+    conf = {"status": status, "module": label, "reason": reason}
+    conf.update(module_numbers(m, worker, fixed))
+    conf["breaks"] = [
+        {"gb": s[0], "line": s[2], "reason": s[3]}
+        for s in m.get("break_sites") or []
+        if _site_file(s) == path and s[2] in lines
+    ]
+    conf["effects"] = effects
+    conf["summary"] = summary(status, effects, conf)
+    return conf
+
+
+def summary(status: str, effects: dict, conf: dict) -> str:
+    order = {CONFIRMED: 0, NOT_REPRODUCED: 1}
+    parts = [e["evidence"] for e in sorted(effects.values(), key=lambda e: order.get(e["verdict"], 2))]
+    if conf.get("regions") is not None:
+        parts.append(f"{_plural(conf['regions'], 'compiled region')} per forward")
+    where = f"{conf.get('device') or '?'}, torch {conf.get('torch') or '?'}"
+    return "; ".join(parts) + f" [{where}]"
+
+
+def runtime_break_findings(
+    worker: dict, covered: list[Finding], root: Path, label: str, display, source_lines
+) -> list[Finding]:
+    """FL900 findings for break sites that no graph-break finding covers.
+
+    ``display(abs_path) -> str | None`` gives the finding path (None: outside the run);
+    ``source_lines(abs_path) -> list[str]`` the file's lines (for the column range).
+    """
+    if not worker.get("ok"):
+        return []
+    m = worker["measurement"]
+    claimed: dict[str, set] = {}
+    for f in covered:
+        if Effect.GRAPH_BREAK in tuple(Effect(e) for e in f.effects):
+            claimed.setdefault(abs_path(f.path, root), set()).update(range(f.line, f.end_line + 1))
+    out = []
+    for site in m.get("break_sites") or []:
+        gb, file, line, reason = site
+        if not file or not line:
+            continue
+        real = os.path.realpath(file)
+        if line in claimed.get(real, set()):
+            continue
+        shown = display(real)
+        if shown is None:
+            continue
+        text = ""
+        lines = source_lines(real)
+        if lines and 1 <= line <= len(lines):
+            text = lines[line - 1]
+        col = len(text) - len(text.lstrip()) + 1
+        end_col = max(col + 1, len(text.rstrip()) + 1)
+        tag = f"{gb}: " if gb else ""
+        effects = {"graph-break": _v(CONFIRMED, f"graph break: {gb or 'break'} at line {line} ({reason})")}
+        conf = {"status": CONFIRMED, "module": label, "reason": None}
+        conf.update(module_numbers(m, worker))
+        conf["breaks"] = [{"gb": gb, "line": line, "reason": reason}]
+        conf["effects"] = effects
+        conf["summary"] = summary(CONFIRMED, effects, conf)
+        out.append(
+            Finding(
+                path=shown,
+                line=line,
+                column=col,
+                end_line=line,
+                end_column=end_col,
+                code=RUNTIME_BREAK_CODE,
+                name=RUNTIME_BREAK_NAME,
+                message=f"torch.compile breaks the graph here at runtime ({tag}{reason})",
+                effects=(Effect.GRAPH_BREAK,),
+                severity=Severity.WARNING,
+                context=label,
+                confirmation=conf,
+            )
+        )
+    return out
+
+
+def better(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
+    """The more informative of two confirmations (for merging shards)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if _RANK.get(a.get("status"), 0) >= _RANK.get(b.get("status"), 0) else b

@@ -1,0 +1,16 @@
+"""Confirm-pass test module: building the model raises."""
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        raise ValueError("deliberately broken constructor")
+
+    def forward(self, x):
+        return x * x.mean().item()
+
+
+def example_inputs():
+    return (torch.randn(2, 4),)

@@ -1,0 +1,65 @@
+"""`fusionlint check fixtures/ --confirm --device cpu` confirms every bad fixture whose rule has a
+CPU-observable effect, and reports nothing at all for the good fixtures."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fusionlint.registry import all_rules
+from fusionlint.rule import Effect
+from tests.helpers import need
+from tests.test_fixture_effects import _DIR_RE, fixture_dirs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cpu_unobservable(path: Path) -> set:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CPU_UNOBSERVABLE" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def cpu_observable(rule, bad: Path) -> set:
+    effects = {Effect(e) for e in rule.effects} - {Effect.HOST_SYNC}
+    effects -= {Effect(e) for e in cpu_unobservable(bad)}
+    if rule.fix_applicability is None:
+        effects.discard(Effect.EXTRA_KERNEL)  # needs the fixed variant to compare with
+    return effects
+
+
+def test_check_fixtures_confirm_cpu(tmp_path):
+    need("torch", "the confirm pass runs the fixtures under torch.compile")
+    out = tmp_path / "confirm.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fusionlint.cli", "check", "fixtures/", "--confirm", "--device", "cpu", "--jobs", "2",
+         "--format", "json", "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=3600, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    rules = all_rules()
+    problems = []
+    for d in fixture_dirs():
+        code = _DIR_RE.match(d.name).group(1)
+        rel = lambda name: f"fixtures/{d.name}/{name}"
+        good = [f for f in doc["findings"] if f["path"] == rel("good.py")]
+        if good:
+            problems.append(f"{d.name}: good.py reported {[(f['code'], f['line']) for f in good]}")
+        mine = [f for f in doc["findings"] if f["path"] == rel("bad.py") and f["code"] == code]
+        if not mine:
+            problems.append(f"{d.name}: bad.py has no {code} finding")
+            continue
+        observable = cpu_observable(rules[code], d / "bad.py")
+        for f in mine:
+            conf = f.get("confirmation") or {}
+            if observable and conf.get("status") != "confirmed":
+                problems.append(f"{d.name}:{f['line']}: {conf.get('status')}: {conf.get('summary')}")
+            elif not observable and conf.get("status") not in ("confirmed", "unconfirmed", "not-reproduced"):
+                problems.append(f"{d.name}:{f['line']}: no confirmation")
+    assert not problems, "\n".join(problems)

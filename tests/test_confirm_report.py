@@ -1,0 +1,156 @@
+"""`--report report.html`: a self-contained page that renders in headless Chromium (Debian package
+`chromium`, installed by .ci/run) with the key elements present."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from fusionlint.confirm.orchestrate import Unit, UnitResult
+from fusionlint.report.html import render_report, staircase_svg
+from fusionlint.rule import Effect, Finding, RunResult, Severity
+from tests.helpers import need
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROME_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+]
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is required in CI (apt-get install -y chromium chromium-driver)")
+        pytest.skip("chromium not installed (apt-get install -y chromium chromium-driver)")
+    return path
+
+
+class _Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.found.append((tag, dict(attrs)))
+
+    def having(self, tag: str, cls: str | None = None, **attrs) -> list[dict]:
+        out = []
+        for t, a in self.found:
+            if t != tag:
+                continue
+            if cls is not None and cls not in (a.get("class") or "").split():
+                continue
+            if all(a.get(k.replace("_", "-")) == v for k, v in attrs.items()):
+                out.append(a)
+        return out
+
+
+def render_in_chromium(page: Path, tmp_path: Path) -> _Elements:
+    exe = chromium()
+    proc = subprocess.run(
+        [exe, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'chrome'}", "--dump-dom", page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "</html>" in proc.stdout
+    shot = tmp_path / "shot.png"
+    proc2 = subprocess.run(
+        [exe, *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'chrome2'}", "--window-size=1200,1600", f"--screenshot={shot}",
+         page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc2.returncode == 0 and shot.stat().st_size > 10_000, proc2.stderr[-2000:]
+    dom = _Elements()
+    dom.feed(proc.stdout)
+    return dom
+
+
+def _synthetic(tmp_path: Path):
+    src = tmp_path / "model.py"
+    src.write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        s = x.mean().item()\n        return x * s\n"
+    )
+    finding = Finding("model.py", 7, 13, 7, 28, "FL101", "tensor-to-python", "`.item()` <breaks> & syncs",
+                      (Effect.GRAPH_BREAK,), Severity.WARNING, context="Model.forward",
+                      confirmation={"status": "confirmed", "summary": "graph break: GB0124 at line 7"})
+    meas = {
+        "device": "cpu", "device_name": "x86_64", "torch_version": "2.13.0+cpu", "eager_ok": True, "compiled_ok": True,
+        "break_sites": [["GB0124", str(src), 7, "Unsupported Tensor.item() call"]], "frame_skips": 0,
+        "compiled_regions": 2, "compiles_per_call": [2, 0], "recompiles": 0, "recompile_limit_hit": False,
+        "kernels_eager": 3, "kernels_compiled": 2, "host_syncs_eager": 1, "host_syncs_compiled": 1,
+        "sync_method": "cpu-proxy", "eager_us": 20.0, "compiled_us": 45.5, "outputs_allclose": True,
+        "timeline": {"eager": [["aten::mean", 0.0, 2.0], ["aten::item", 3.0, 1.0], ["aten::mul", 5.0, 2.0]],
+                     "compiled": [["graph_0_cpp_fused_mean_0", 0.0, 4.0], ["graph_1_cpp_fused_mul_0", 9.0, 3.0]]},
+    }
+    unit = Unit("model.py", str(src), "Model", [finding])
+    worker = {"ok": True, "example": {"kind": "fixture", "detail": "Model() + example_inputs()"}, "measurement": meas}
+    failed = Unit("other.py", str(tmp_path / "other.py"), "Other", [
+        Finding("other.py", 3, 1, 3, 5, "FL101", "tensor-to-python", "x", (Effect.GRAPH_BREAK,), Severity.WARNING,
+                context="Other.forward", confirmation={"status": "unconfirmed", "reason": "timed out after 5 s"})
+    ])
+    result = RunResult(findings=unit.findings + failed.findings, files_checked=2)
+    return result, [UnitResult(unit, worker), UnitResult(failed, {"ok": False, "reason": "timed out after 5 s"})]
+
+
+def test_report_is_self_contained_and_escaped(tmp_path):
+    result, units = _synthetic(tmp_path)
+    page = render_report(result, units, root=tmp_path)
+    lowered = page.lower()
+    assert "<script" not in lowered and "<link" not in lowered and "src=" not in lowered
+    assert "url(" not in lowered and "@import" not in lowered
+    assert lowered.count("http") == lowered.count('xmlns="http://www.w3.org/2000/svg"')  # only the SVG namespace
+    assert "&lt;breaks&gt; &amp; syncs" in page and "<breaks>" not in page
+
+
+def test_staircase_counts_launches():
+    svg = staircase_svg({"eager": [["a", 0, 1], ["b", 2, 1], ["c", 4, 1]], "compiled": [["k", 0, 3]]})
+    assert 'class="eager" data-launches="3"' in svg and 'class="compiled" data-launches="1"' in svg
+    assert "No launch timeline" in staircase_svg(None)
+
+
+def test_report_renders_in_chromium(tmp_path):
+    result, units = _synthetic(tmp_path)
+    page = tmp_path / "report.html"
+    page.write_text(render_report(result, units, root=tmp_path), encoding="utf-8")
+    dom = render_in_chromium(page, tmp_path)
+    assert len(dom.having("section", "module")) == 2
+    assert dom.having("svg", "staircase")
+    assert dom.having("polyline", "eager", data_launches="3")
+    assert dom.having("polyline", "compiled", data_launches="2")
+    assert len(dom.having("rect", "launch")) == 5
+    assert dom.having("span", "break-site", id="L7")
+    assert dom.having("span", "finding", id="L7")
+    assert dom.having("span", "note", data_code="FL101")
+    assert dom.having("span", "note", data_gb="GB0124")
+    assert dom.having("span", "confirmed") and dom.having("span", "unconfirmed")
+    assert dom.having("div", "count", data_status="confirmed")
+
+
+def test_cli_report_from_a_real_run(tmp_path):
+    need("torch", "--report comes from a --confirm run")
+    page = tmp_path / "r.html"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fusionlint.cli", "check", "tests/confirm_data/ok.py", "--select", "FL101",
+         "--confirm", "--device", "cpu", "--report", str(page)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert f"wrote {page}" in proc.stderr
+    dom = render_in_chromium(page, tmp_path)
+    (section,) = dom.having("section", "module")
+    assert section["data-label"] == "tests/confirm_data/ok.py::Model"
+    eager = dom.having("polyline", "eager")
+    compiled = dom.having("polyline", "compiled")
+    assert eager and compiled
+    assert int(eager[0]["data-launches"]) > 0 and int(compiled[0]["data-launches"]) > 0
+    assert dom.having("span", "break-site", id="L13")
+    assert dom.having("span", "note", data_gb="GB0124")
