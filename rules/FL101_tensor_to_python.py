@@ -10,6 +10,17 @@ _METHODS = {"item": "GB0124", "tolist": "GB0109"}
 _BUILTINS = ("float", "int", "bool", "complex")
 
 
+def _in_message_lambda(ctx) -> bool:
+    """Inside ``lambda: f"..."``: a lazily built error message (``torch._check(cond, lambda: ...)``),
+    evaluated only when the check fails, so not on the traced path."""
+    for parent in ctx.iter_parents():
+        if isinstance(parent, cst.Lambda):
+            return isinstance(parent.body, (cst.FormattedString, cst.SimpleString, cst.ConcatenatedString))
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
 class TensorToPython(Rule):
     code = "FL101"
     name = "tensor-to-python"
@@ -73,6 +84,24 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
         # bool() of a None check
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, mask=None):\n        if bool(mask is None):\n            return x\n        return x * mask\n",
+        # a lazy error message: the lambda runs only when the check fails (transformers'
+        # `torch_compilable_check`, `torch._check`); found on transformers 5.24
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, ids):\n        n = (ids == 3).sum()\n"
+        "        torch._check(n * x.shape[-1] == x.numel(), lambda: f'got {int(n)} tokens')\n        return x\n",
+        # torch.seed() returns a Python int, not a tensor
+        "import sys\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        self.seed = int(torch.seed() % sys.maxsize)\n        return x\n",
+        # forward arguments named like sizes are ints (transformers 5.24, DepthAnything's head)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.patch_size = 14\n"
+        "    def forward(self, x, patch_height, patch_width):\n"
+        "        size = (int(patch_height * self.patch_size), int(patch_width * self.patch_size))\n"
+        "        return nn.functional.interpolate(x, size)\n",
+        # a KV-cache object wrongly annotated as a tensor: `get_seq_length` is no Tensor method
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, cache: torch.Tensor | None = None):\n"
+        "        start = 0 if cache is None else int(cache.get_seq_length())\n        return x[:, start:]\n",
     ]
     INVALID = [
         Invalid(
@@ -102,6 +131,8 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
     def visit_Call(self, node: cst.Call, ctx) -> None:
         if ctx.autograd_function is not None:
             return  # FL108 reports these, naming the Function; one construct, one finding
+        if _in_message_lambda(ctx):
+            return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _METHODS and not node.args:
             receiver = func.value

@@ -100,6 +100,8 @@ class TensorJudge:
     def strong(self, expr: cst.BaseExpression, ctx) -> bool:
         """True when ``expr`` surely evaluates to a tensor."""
         if isinstance(expr, cst.Name):
+            if _is_star_param(expr.value, ctx):
+                return False  # `*args` is a tuple: `if args:` tests its length
             if ctx.is_tensor(expr):
                 return expr.value not in self.weak_names(ctx)
             return expr.value in self.comprehension_tensors(ctx)
@@ -162,7 +164,7 @@ class TensorJudge:
             if isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
                 comp: Optional[cst.CompFor] = parent.for_in
                 while comp is not None:
-                    if isinstance(comp.target, cst.Name) and ctx.is_tensor(comp.iter):
+                    if isinstance(comp.target, cst.Name) and _iterates_tensors(comp.iter, ctx):
                         names.add(comp.target.value)
                     comp = comp.inner_for_in
             elif isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
@@ -182,7 +184,7 @@ class TensorJudge:
         return self.strong(leaf, ctx)
 
     def value_dependent(self, expr: cst.BaseExpression, ctx, tested: bool = True) -> bool:
-        return any(self.value_leaf(leaf, ctx) for leaf in truth_leaves(expr, tested))
+        return any(self.value_leaf(leaf, ctx) for leaf in truth_leaves(_traced_part(expr, ctx), tested))
 
     # -- purity (both branches of a torch.where rewrite are evaluated) ------------------------------
     def pure(self, expr: cst.BaseExpression, ctx) -> bool:
@@ -242,6 +244,42 @@ def _bool_valued(expr: cst.BaseExpression, ctx) -> bool:
         if isinstance(func, cst.Attribute):
             return func.attr.value in _BOOL_RESULT
     return False
+
+
+def _iterates_tensors(iterable: cst.BaseExpression, ctx) -> bool:
+    """Rows of a tensor, or the parts of a split one (``x.unbind(0)``, ``x.chunk(2)``)."""
+    if ctx.is_tensor(iterable):
+        return True
+    facts = ctx.facts()
+    return facts is not None and facts.is_sequence(iterable)
+
+
+_IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
+
+
+def _is_star_param(name: str, ctx) -> bool:
+    fn = ctx.function
+    star = fn.node.params.star_arg if fn is not None else None
+    return isinstance(star, cst.Param) and star.name.value == name
+
+
+def _traced_part(expr: cst.BaseExpression, ctx) -> cst.BaseExpression:
+    """What Dynamo evaluates of ``expr``: in ``not is_compiling() and rest`` nothing after the first
+    operand (it is False while compiling), e.g. transformers' ``not is_torchdynamo_compiling() and t``."""
+    first = expr
+    while isinstance(first, cst.BooleanOperation) and isinstance(first.operator, cst.And):
+        first = first.left  # `a and b and c` nests to the left
+    if first is not expr and isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Not):
+        if _is_compiling_call(first.expression, ctx):
+            return first
+    return expr
+
+
+def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
+    if not (isinstance(expr, cst.Call) and not expr.args):
+        return False
+    qual = ctx.qualname(expr.func) or ""
+    return qual.rsplit(".", 1)[-1] in _IS_COMPILING
 
 
 def truth_leaves(expr: cst.BaseExpression, tested: bool) -> list[cst.BaseExpression]:
@@ -627,6 +665,19 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
         "    def forward(self, x, group, target_device):\n        target_device = _index(target_device)\n"
         "        if target_device == 'cpu' or group.get_backend() != 'gloo':\n            x = x * 2\n"
         "        if x.device != self.dev:\n            x = x.to(self.dev)\n        return x\n",
+        # found on transformers 5.24: a KV-cache object annotated as a tensor (`get_seq_length` is no
+        # Tensor method), a flag annotated as a tensor with a `False` default, an autocast query
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, cache: torch.Tensor | None = None, output_attentions: torch.Tensor | None = False):\n"
+        "        cache_length = 0 if cache is None else cache.get_seq_length()\n"
+        "        if cache_length == 0 and not output_attentions:\n            x = x * 2\n"
+        "        fp16 = torch.get_autocast_dtype('cuda') == torch.float16\n"
+        "        return x.half() if fp16 and torch.is_autocast_enabled('cuda') else x\n",
+        # a check that only runs in eager mode, and the length of *args
+        "import torch\nfrom torch import nn\nfrom transformers.utils import is_torchdynamo_compiling\n"
+        "class M(nn.Module):\n    def forward(self, x, *args):\n"
+        "        if not is_torchdynamo_compiling() and (x < 0).any():\n            raise ValueError('negative')\n"
+        "        return args[0] if args else x\n",
         # inside an autograd.Function the finding belongs to FL108
         "import torch\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
         "        if x.sum() > 0:\n            return x * 2\n        return x\n"

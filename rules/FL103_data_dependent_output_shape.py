@@ -341,6 +341,19 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
         # a mask parameter of unknown dtype is not assumed to be boolean
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, mask):\n        return x[mask]\n",
+        # a KV-cache object annotated as a tensor: its `get_seq_length()` is an int (transformers 5.24)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, cache: torch.Tensor | None = None):\n"
+        "        cache_length = 0 if cache is None else cache.get_seq_length()\n"
+        "        return x + torch.arange(cache_length, cache_length + x.shape[1])\n",
+        # transformers 5.24 MoE experts: `@use_experts_implementation` replaces this forward with a
+        # `grouped_mm` dispatcher, so the eager loop below is traced only with experts_implementation="eager"
+        "import torch\nfrom torch import nn\nfrom transformers.integrations import use_experts_implementation\n"
+        "@use_experts_implementation\nclass Experts(nn.Module):\n"
+        "    def forward(self, h, top_k_index):\n        out = torch.zeros_like(h)\n"
+        "        mask = nn.functional.one_hot(top_k_index, num_classes=4).permute(2, 1, 0)\n"
+        "        for e in (mask.sum(dim=(-1, -2)) > 0).nonzero():\n"
+        "            pos, tok = torch.where(mask[e[0]])\n            out[tok] += h[tok]\n        return out\n",
         # inside an autograd.Function the finding belongs to FL108
         "import torch\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
         "        return x[x > 0].sum()\n    @staticmethod\n    def backward(ctx, g):\n        return g\n",
@@ -379,6 +392,14 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
             "        return torch.repeat_interleave(x, counts, dim=0), torch.bincount(counts)\n",
             line=6,
             count=2,
+        ),
+        # `outputs` is a ModelOutput (it has `.attentions`), but `outputs[0]` is still a tensor
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.model = Encoder()\n"
+            "    def forward(self, x, labels: torch.Tensor):\n        outputs = self.model(x)\n"
+            "        h = outputs[0]\n        h = h[labels != -100]\n        return h, outputs.attentions\n",
+            line=10,
         ),
     ]
 

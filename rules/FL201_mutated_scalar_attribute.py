@@ -376,13 +376,34 @@ def file_facts(rule: Rule, ctx) -> FileFacts:
     return facts
 
 
+def _surgery_methods(cls) -> frozenset[str]:
+    """Methods that also replace a submodule or a parameter (timm's ``prune_intermediate_layers``,
+    ``reset_classifier``): they change the model's structure once, before it is compiled or between
+    uses, and a new submodule recompiles anyway; a scalar attribute they set is configuration."""
+    found = getattr(cls, "_fl2_surgery", None)
+    if found is None:
+        found = frozenset(
+            method
+            for name, writes in cls.self_attr_writes.items()
+            if name in cls.submodules or name in cls.params
+            for method, _ in writes
+            if method != "__init__"
+        )
+        cls._fl2_surgery = found
+    return found
+
+
 def collect_writes(rule: Rule, ctx, cls, attr: str) -> Writes:
     out = Writes()
+    surgery = _surgery_methods(cls)
     for method, stmt in cls.self_attr_writes.get(attr, ()):
         if method == "__init__":
             continue
         fn = function_of(ctx, cls, method, stmt)
-        out.in_class.append((method, stmt, bool(fn is not None and fn.compiled)))
+        compiled = bool(fn is not None and fn.compiled)
+        if method in surgery and not compiled:
+            continue
+        out.in_class.append((method, stmt, compiled))
     out.same_file = list(file_facts(rule, ctx).writes.get(attr, ()))
     # `obj.<attr> = ...` in another file of the run. The project index knows only (path, line), and
     # names such as `dim`, `groups`, `min_val` collide all the time (torch 2.13's own sources: all
@@ -750,6 +771,15 @@ class MutatedScalarAttribute(Rule):
             "    def forward(self, x):\n        return x.clamp(max=self.threshold)\n\n\n"
             "class Trainer:\n    def __init__(self, gate):\n        self.gate = gate\n\n"
             "    def relax(self):\n        self.gate.threshold = 9.0\n"
+        ),
+        # set by a method that rebuilds the model (here: prunes blocks and the head), as timm 1.0.31's
+        # `prune_intermediate_layers` sets `num_prefix_tokens`: configuration, not a per-call change
+        _cls_src(
+            "    def __init__(self):\n        super().__init__()\n        self.num_prefix_tokens = 1\n"
+            "        self.blocks = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))\n        self.head = nn.Linear(4, 2)\n\n"
+            "    def prune(self, n):\n        self.blocks = self.blocks[:n]\n        self.head = nn.Identity()\n"
+            "        self.num_prefix_tokens = 0\n\n"
+            "    def forward(self, x):\n        return self.head(self.blocks(x[:, self.num_prefix_tokens:]).mean(1))\n"
         ),
         # `args.threshold = ...` is a config object, not the module
         _cls_src(

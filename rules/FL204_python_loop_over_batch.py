@@ -65,9 +65,15 @@ class _Loop:
     def surely_batch_tensor(self, expr: cst.BaseExpression) -> bool:
         """A batch tensor that cannot be a list or tuple. ``len(features)`` / ``for f in features`` over a
         forward argument is as often a list of tensors (FPN levels, ``*inputs``), so a name counts only
-        when it is annotated ``Tensor`` or every assignment binds it to a tensor expression."""
+        when it is annotated ``Tensor`` or every assignment binds it to a tensor expression. The output
+        of a submodule that is not a known single-tensor torch.nn layer may be a list (a backbone's
+        feature maps: transformers 5.24), and ``x[i]`` has lost dimension 0."""
         if not self.batch_tensor(expr):
             return False
+        if isinstance(expr, cst.Subscript):
+            return _is_slice(expr) and self.surely_batch_tensor(expr.value)  # x[1:] keeps the rows
+        if isinstance(expr, cst.Call):
+            return not self._module_output(expr)
         if not isinstance(expr, cst.Name):
             return True
         fn = self.ctx.function
@@ -76,7 +82,10 @@ class _Loop:
         stmts = self.assigns.get(expr.value)
         if stmts:
             return all(
-                len(s.targets) == 1 and isinstance(s.targets[0].target, cst.Name) and self.ctx.is_tensor(s.value)
+                len(s.targets) == 1
+                and isinstance(s.targets[0].target, cst.Name)
+                and self.ctx.is_tensor(s.value)
+                and not self._module_output(s.value)
                 for s in stmts
             )
         p = fn.node.params
@@ -88,6 +97,19 @@ class _Loop:
                 text = cst.Module([]).code_for_node(annotation.annotation).replace(" ", "")
                 return text in ("Tensor", "torch.Tensor")
         return False  # *args, globals, closure variables
+
+    def _module_output(self, expr: cst.BaseExpression) -> bool:
+        """``self.sub(...)`` where ``sub`` is not a torch.nn layer known to return one tensor."""
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+            return False
+        recv = expr.func.value
+        if not (isinstance(recv, cst.Name) and recv.value == "self"):
+            return False
+        cls = self.ctx.cls
+        ctor = cls.submodules.get(expr.func.attr.value) if cls is not None else None
+        if ctor is None:
+            return False  # not a submodule (a method: the tensor inference has decided already)
+        return not (ctor.startswith("torch.nn.") and ctor.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR)
 
     # -- sizes ------------------------------------------------------------------------------------
     def dim0_size(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -130,7 +152,7 @@ class _Loop:
         return False
 
     # -- the iterable ---------------------------------------------------------------------------------
-    def describe(self, iterable: cst.BaseExpression) -> Optional[str]:
+    def describe(self, iterable: cst.BaseExpression, depth: int = 0) -> Optional[str]:
         if isinstance(iterable, cst.Call):
             func = iterable.func
             qual = self.ctx.qualname(func)
@@ -139,17 +161,45 @@ class _Loop:
                 stop = args[0].value if len(args) == 1 else args[1].value
                 return "the size of dimension 0" if self.dim0_size(stop) else None
             if qual == "enumerate" and args:
-                return "the rows (dimension 0) of a tensor" if self.surely_batch_tensor(args[0].value) else None
-            if isinstance(func, cst.Attribute) and func.attr.value == "unbind":
-                dim_ok = not iterable.args or _int_value(iterable.args[0].value) == 0
+                if self.surely_batch_tensor(args[0].value):
+                    return "the rows (dimension 0) of a tensor"
+                return self.describe(args[0].value, depth + 1) if depth < 3 else None
+            if isinstance(func, cst.Attribute) and func.attr.value == "unbind" and qual != "torch.unbind":
+                dim_ok = _dim_arg(iterable, 0) == 0
                 return "the rows (dimension 0) of a tensor" if dim_ok and self.batch_tensor(func.value) else None
             if qual == "torch.unbind" and args:
-                dim_ok = len(iterable.args) == 1 or _int_value(iterable.args[1].value) == 0
+                dim_ok = _dim_arg(iterable, 1) == 0
                 return "the rows (dimension 0) of a tensor" if dim_ok and self.batch_tensor(args[0].value) else None
             return None
+        if isinstance(iterable, cst.Name) and depth < 3:
+            facts = self.ctx.facts()
+            stmts = self.assigns.get(iterable.value, [])
+            if facts is not None and iterable.value in facts.sequences and len(stmts) == 1:
+                return self.describe(stmts[0].value, depth + 1)  # rows = x.unbind(0); for r in rows
         if self.surely_batch_tensor(iterable):
             return "the rows (dimension 0) of a tensor"
         return None
+
+
+# torch.nn modules whose call does not return one tensor (or whose contents decide what it returns).
+_NOT_ONE_TENSOR = frozenset(
+    {"LSTM", "GRU", "RNN", "MultiheadAttention", "AdaptiveLogSoftmaxWithLoss", "Sequential", "ModuleList", "ModuleDict"}
+)
+
+
+def _is_slice(sub: cst.Subscript) -> bool:
+    return len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Slice)
+
+
+def _dim_arg(call: cst.Call, position: int) -> Optional[int]:
+    """The ``dim`` of ``x.unbind(dim)`` (position 0) / ``torch.unbind(x, dim)`` (position 1); 0 when absent."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "dim":
+            return _int_value(arg.value)
+    positional = [a for a in call.args if a.keyword is None]
+    if len(positional) > position:
+        return _int_value(positional[position].value)
+    return 0
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
@@ -250,6 +300,17 @@ class PythonLoopOverBatch(Rule):
         _fwd("        return [f.mean() for f in x]\n").replace("def forward(self, x)", "def forward(self, x: list[torch.Tensor])"),
         # a constant trip count
         _fwd("        for i in range(4):\n            x = x * 2\n        return x\n"),
+        # found on transformers 5.24: parts of the last dimension (coordinates, rope sections), the
+        # feature maps a backbone submodule returns, rows of an already indexed tensor
+        _fwd("        coords = x.unbind(-1)\n        parts = [c[..., None] * 2 for c in coords]\n"
+             "        secs = [m[i % 3] for i, m in enumerate(x.split([1, 3], dim=-1))]\n"
+             "        return parts, secs, [t for t in torch.chunk(x, 2, dim=1)]\n"),
+        _fwd(
+            "        feats = self.backbone(x)\n        outs = [self.proj(f) for f in feats]\n"
+            "        return [o.sum() for o in x[0]], outs\n",
+            "    def __init__(self, backbone):\n        super().__init__()\n        self.backbone = Backbone()\n"
+            "        self.proj = nn.Linear(4, 4)\n\n",
+        ),
         # vectorised
         _fwd("        return x * torch.arange(1, x.size(0) + 1, dtype=x.dtype).unsqueeze(1)\n"),
     ]
@@ -264,6 +325,7 @@ class PythonLoopOverBatch(Rule):
         ),
         Invalid(_fwd("        h = x.relu()\n        return torch.stack([row.sin() for row in h])\n"), line=8),
         Invalid(_fwd("        return torch.stack([r.cos() for r in x.unbind(0)])\n"), line=7),
+        Invalid(_fwd("        rows = torch.unbind(x, dim=0)\n        return torch.stack([r.cos() for r in rows])\n"), line=8),
         Invalid(
             _fwd("        h = self.proj(x)\n        for i in range(len(h)):\n            h[i] = h[i] * i\n        return h\n",
                  "    def __init__(self):\n        super().__init__()\n        self.proj = nn.Linear(4, 4)\n\n"),

@@ -169,6 +169,11 @@ and keep aliasing its input under `.reshape()`.
         # merging H and W, which stay adjacent after permute(0, 2, 3, 1): legal
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x):\n        return x.permute(0, 2, 3, 1).view(1, -1, x.shape[1])\n",
+        # interpolate keeps the channels-last layout of its permuted input, so permuting back gives a
+        # contiguous tensor (transformers 5.24, VideoLlama3 `pixel_unshuffle`; checked on torch 2.13)
+        "import torch\nfrom torch import nn\nimport torch.nn.functional as F\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        c = x.shape[-1]\n        h = x.permute(0, 3, 1, 2)\n"
+        "        h = F.interpolate(h, size=(2, 2), mode='bilinear')\n        return h.permute(0, 2, 3, 1).view(-1, c)\n",
         # rank unknown: cannot tell whether the view merges the swapped dims, so no finding
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x):\n        return x.transpose(1, 2).view(x.shape[0], -1)\n",
@@ -210,14 +215,19 @@ and keep aliasing its input under `.reshape()`.
         ranks = _Ranks(ctx.function.node, stop=ctx.statement())
         source = func.value
         permuting = _permuting_node(source)
+        via_name = False
         if permuting is None and isinstance(source, cst.Name):
             permuting = ranks.permuting_origin(source.value)
+            via_name = True
         if permuting is None:
             return
         target = _shape_args(node)
         if target is None:
             return
         receiver = permuting.value if isinstance(permuting, cst.Attribute) else permuting.func.value  # type: ignore[union-attr]
+        state = ranks.noncontig_before.get(source.value) if via_name and isinstance(source, cst.Name) else None
+        if ranks.maybe_noncontig(receiver, state):
+            return  # permuting a tensor that is itself not contiguous: its strides are not known here
         perm = _permutation(permuting, ranks.rank(receiver))
         if perm is None or not _view_must_fail(perm, len(target)):
             return  # unknown ranks, or a view that can be stride-compatible (splitting dims): stay quiet
@@ -263,6 +273,10 @@ class _Ranks:
         self.assigned: dict[str, list[cst.BaseExpression]] = {}
         self.unpacked: dict[str, int] = {}  # x -> K from `a, b, c = x.shape` / `x.size()`
         self.elements: dict[str, tuple[cst.BaseExpression, int]] = {}  # q -> (qkv.unbind(0) source, drop)
+        # names that may hold a non-contiguous tensor (permuted, or computed from one by an op that keeps
+        # the input's strides), as of the statement being checked / as of each name's latest binding
+        self.noncontig: set[str] = set()
+        self.noncontig_before: dict[str, frozenset[str]] = {}
         for param in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
             self.assigned.setdefault(param.name.value, []).append(cst.Name("__param__"))
         kinds: tuple[type, ...] = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)
@@ -274,8 +288,13 @@ class _Ranks:
             if not isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
                 continue
             if isinstance(stmt, cst.Assign):
+                before = frozenset(self.noncontig)
+                strided = self.maybe_noncontig(stmt.value)
                 for target in stmt.targets:
                     self._bind(target.target, stmt.value)
+                    if isinstance(target.target, cst.Name):
+                        self.noncontig_before[target.target.value] = before
+                        (self.noncontig.add if strided else self.noncontig.discard)(target.target.value)
             else:
                 for name in target_names(stmt.target):
                     self.assigned.setdefault(name, []).append(cst.Name("__unknown__"))
@@ -303,6 +322,42 @@ class _Ranks:
                 drop = 1 if value.func.attr.value == "unbind" else 0
                 self.elements[name] = (value.func.value, drop)
             self.assigned.setdefault(name, []).append(cst.Name("__unknown__"))
+
+    def maybe_noncontig(self, expr: cst.BaseExpression, names: Optional[frozenset[str]] = None, depth: int = 0) -> bool:
+        """May ``expr`` have non-contiguous strides? True for a permute/transpose and for what an op that
+        keeps its input's memory layout (elementwise ops, ``F.interpolate``, convolutions, pooling...)
+        computes from one: ``F.interpolate(x.permute(0, 3, 1, 2))`` is channels-last, so permuting it
+        back gives a contiguous tensor that ``.view()`` accepts (transformers 5.24, VideoLlama3)."""
+        known = self.noncontig if names is None else names
+        if depth > 8:
+            return False
+        if _permuting_node(expr) is not None:
+            return True
+        if isinstance(expr, cst.Name):
+            return expr.value in known
+        if isinstance(expr, cst.BinaryOperation):
+            return self.maybe_noncontig(expr.left, names, depth + 1) or self.maybe_noncontig(expr.right, names, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.maybe_noncontig(expr.expression, names, depth + 1)
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            last = func.attr.value
+            base = func.value
+            if isinstance(base, cst.Name) and base.value == "self":
+                return False  # a submodule: assumed to return a fresh (contiguous) tensor
+            module_call = isinstance(base, (cst.Name, cst.Attribute)) and _dotted_root(base) in ("torch", "F", "nn", "functional")
+            if last == "contiguous" and not module_call:
+                return False
+            if last not in _LAYOUT_KEEPING:
+                return False
+            if module_call:
+                return bool(expr.args) and self.maybe_noncontig(expr.args[0].value, names, depth + 1)
+            return self.maybe_noncontig(base, names, depth + 1)
+        if isinstance(func, cst.Name) and func.value in _LAYOUT_KEEPING and expr.args:
+            return self.maybe_noncontig(expr.args[0].value, names, depth + 1)  # `from torch.nn.functional import interpolate`
+        return False
 
     def permuting_origin(self, name: str) -> Optional[cst.BaseExpression]:
         values = self.assigned.get(name, [])
@@ -345,6 +400,22 @@ class _Ranks:
                 inner = self.rank(func.value, depth + 1)
                 return inner + 1 if inner is not None else None
         return None
+
+
+# Ops whose output keeps the memory layout (strides order) of their input tensor.
+_LAYOUT_KEEPING = frozenset(
+    "interpolate upsample upsample_bilinear upsample_nearest conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
+    "conv_transpose3d avg_pool1d avg_pool2d avg_pool3d max_pool1d max_pool2d max_pool3d adaptive_avg_pool1d "
+    "adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool2d batch_norm instance_norm dropout dropout2d relu gelu "
+    "silu sigmoid tanh leaky_relu hardswish hardsigmoid elu mish softplus abs exp neg sqrt rsqrt pow sin cos mul add "
+    "sub div clamp masked_fill float half bfloat16 double to type_as clone detach".split()
+)
+
+
+def _dotted_root(expr: cst.BaseExpression) -> Optional[str]:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _shape_source(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:

@@ -12,11 +12,27 @@ from __future__ import annotations
 from collections import deque
 from typing import Optional
 
+import libcst as cst
+
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
+from fusionlint.analysis.names import resolve
 from fusionlint.analysis.project import ProjectIndex, is_autograd_function_base, is_torch_module_base
 
 _COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
 _DISABLE_DECORATORS = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
+# Class decorators that replace ``forward`` with a dispatcher, so the body written in the class is not
+# what torch.compile traces by default. transformers >= 5 ``@use_experts_implementation``: MoE experts
+# run ``grouped_mm`` unless ``experts_implementation="eager"`` is chosen (found auditing 5.24.0).
+_FORWARD_REPLACING_DECORATORS = frozenset({"use_experts_implementation"})
+
+
+def _forward_replaced(cls: ClassInfo, index: FileIndex) -> bool:
+    for dec in cls.node.decorators:
+        expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        qual = resolve(expr, index.aliases) or ""
+        if qual.rsplit(".", 1)[-1] in _FORWARD_REPLACING_DECORATORS:
+            return True
+    return False
 
 
 def classify_classes(index: FileIndex, project: Optional[ProjectIndex]) -> None:
@@ -69,7 +85,7 @@ def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:
             queue.append(fn)
 
     for cls in index.classes.values():
-        if cls.kind == "module" and "forward" in cls.methods:
+        if cls.kind == "module" and "forward" in cls.methods and not _forward_replaced(cls, index):
             enter(cls.methods["forward"], f"{cls.name}.forward", "forward")
         elif cls.kind == "autograd_function":
             for name in ("forward", "backward"):

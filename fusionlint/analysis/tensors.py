@@ -30,6 +30,66 @@ NON_TENSOR_ATTRS = frozenset(
     {"shape", "dtype", "device", "ndim", "layout", "requires_grad", "is_cuda", "is_leaf", "names", "is_sparse"}
 )
 TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
+# Public attributes and methods of torch.Tensor (torch 2.13.0, ``dir(torch.Tensor)``; an in-place
+# ``foo_`` counts when ``foo`` is listed). A name used with anything else (``cache.get_seq_length()``,
+# ``features.pop(0)``, ``outputs.last_hidden_state``) is not a tensor, whatever its annotation says:
+# found by hand on transformers, where ``cache: torch.Tensor | None`` holds a KV-cache object.
+TENSOR_API = frozenset(
+    """
+    H T abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr adjoint all allclose amax amin
+    aminmax angle any apply_ arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin argsort
+    argwhere as_strided as_strided_scatter as_subclass asin asinh atan atan2 atanh backward baddbmm
+    bernoulli bfloat16 bincount bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift
+    bitwise_xor bmm bool broadcast_to byte cauchy_ ccol_indices cdouble ceil cfloat chalf char cholesky
+    cholesky_inverse cholesky_solve chunk clamp clamp_max clamp_min clip clone coalesce col_indices conj
+    conj_physical const_data_ptr contiguous copy_ copysign corrcoef cos cosh count_nonzero cov cpu cross
+    crow_indices cuda cummax cummin cumprod cumsum data data_ptr deg2rad dense_dim dequantize det detach
+    device diag diag_embed diagflat diagonal diagonal_scatter diff digamma dim dim_order dist div divide dot
+    double dsplit dtype eig element_size eq equal erf erfc erfinv exp exp2 expand expand_as expm1
+    exponential_ fill_ fill_diagonal_ fix flatten flip fliplr flipud float float_power floor floor_divide
+    fmax fmin fmod frac frexp gather gcd ge geometric_ geqrf ger get_device grad grad_dtype grad_fn greater
+    greater_equal gt half hardshrink hash_tensor heaviside histc histogram hsplit hypot i0 igamma igammac
+    imag index index_add index_copy index_fill index_put index_reduce index_select indices inner int
+    int_repr inverse ipu is_coalesced is_complex is_conj is_contiguous is_cpu is_cuda is_distributed
+    is_floating_point is_inference is_ipu is_leaf is_maia is_meta is_mkldnn is_mps is_mtia is_neg is_nested
+    is_nonzero is_pinned is_quantized is_same_size is_set_to is_shared is_signed is_sparse is_sparse_csr
+    is_vulkan is_xla is_xpu isclose isfinite isinf isnan isneginf isposinf isreal istft item itemsize kron
+    kthvalue layout lcm ldexp le lerp less less_equal lgamma log log10 log1p log2 log_normal_ log_softmax
+    logaddexp logaddexp2 logcumsumexp logdet logical_and logical_not logical_or logical_xor logit logsumexp
+    long lstsq lt lu lu_solve mH mT map2_ map_ masked_fill masked_scatter masked_select matmul matrix_exp
+    matrix_power max maximum mean median min minimum mm mode module_load moveaxis movedim msort mtia mul
+    multinomial multiply mv mvlgamma name nan_to_num nanmean nanmedian nanquantile nansum narrow narrow_copy
+    nbytes ndim ndimension ne neg negative nelement new new_empty new_empty_strided new_full new_ones
+    new_tensor new_zeros nextafter nonzero nonzero_static norm normal_ not_equal numel numpy orgqr ormqr
+    outer output_nr permute pin_memory pinverse polygamma positive pow prelu prod put q_per_channel_axis
+    q_per_channel_scales q_per_channel_zero_points q_scale q_zero_point qr qscheme quantile rad2deg random_
+    ravel real reciprocal record_stream register_hook register_post_accumulate_grad_hook reinforce relu
+    remainder renorm repeat repeat_interleave requires_grad reshape reshape_as resize resize_as
+    resize_as_sparse_ resolve_conj resolve_neg retain_grad retains_grad roll rot90 round row_indices rsqrt
+    scatter scatter_add scatter_reduce select select_scatter set_ sgn shape share_memory_ short sigmoid sign
+    signbit sin sinc sinh size slice_inverse slice_scatter slogdet smm softmax solve sort sparse_dim
+    sparse_mask sparse_resize_ sparse_resize_and_clear_ split split_with_sizes sqrt square squeeze sspaddmm
+    std stft storage storage_offset storage_type stride sub subtract sum sum_to_size svd swapaxes swapdims
+    symeig t take take_along_dim tan tanh tensor_split tile to to_dense to_mkldnn to_padded_tensor to_sparse
+    to_sparse_bsc to_sparse_bsr to_sparse_coo to_sparse_csc to_sparse_csr tolist topk trace transpose
+    triangular_solve tril triu true_divide trunc type type_as unbind unflatten unfold uniform_ unique
+    unique_consecutive unsafe_chunk unsafe_split unsafe_split_with_sizes unsqueeze untyped_storage values
+    var vdot view view_as volatile vsplit where xlogy xpu zero_
+    """.split()
+)
+# Methods and torch functions that return a tuple of tensors, not a tensor.
+SEQUENCE_METHODS = frozenset({"unbind", "split", "chunk", "tensor_split", "hsplit", "vsplit", "dsplit"})
+_SEQUENCE_TORCH = frozenset(
+    {"torch.unbind", "torch.split", "torch.chunk", "torch.tensor_split", "torch.hsplit", "torch.vsplit", "torch.dsplit",
+     "torch.meshgrid", "torch.broadcast_tensors", "torch.functional.split", "torch.functional.meshgrid"}
+)
+
+
+def is_tensor_api(name: str) -> bool:
+    """Is ``name`` an attribute or method of ``torch.Tensor``? (Private names: not known, so yes.)"""
+    if name.startswith("_") or name in TENSOR_API:
+        return True
+    return name.endswith("_") and name[:-1] in TENSOR_API
 # torch.* callables that do not return tensors.
 _NON_TENSOR_TORCH_PREFIXES = (
     "torch.cuda.", "torch.compiler.", "torch._dynamo.", "torch.jit.", "torch.backends.", "torch.distributed.",
@@ -44,16 +104,18 @@ _NON_TENSOR_TORCH = frozenset(
         "torch.is_inference_mode_enabled", "torch.equal", "torch.finfo", "torch.iinfo", "torch.compile",
         "torch.get_num_threads", "torch.set_num_threads", "torch.autocast", "torch.Generator",
         "torch.is_autocast_enabled", "torch.broadcast_shapes", "torch.promote_types", "torch.result_type",
-        "torch.can_cast", "torch.typename", "torch.is_storage",
+        "torch.can_cast", "torch.typename", "torch.is_storage", "torch.seed", "torch.initial_seed",
     }
 )
+# torch.is_*/get_*/set_*... query or change global state (``torch.get_autocast_dtype``, ``torch.is_autocast_enabled``).
+_NON_TENSOR_TORCH_VERBS = ("is_", "get_", "set_", "are_", "use_")
 _TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.nested.")
 # Un-annotated forward parameters are taken as tensors, except those whose names say otherwise
 # (``inputs_shape``, ``device``, ``num_heads``, ``cache``...): found by hand on transformers, where
 # ``int(self.padding_idx + inputs_shape[1])`` was flagged as a tensor conversion.
 _NON_TENSOR_PARAM = re.compile(
     r"(^|_)(shape|shapes|size|sizes|device|dtype|len|length|lens|num|dim|dims|idx|index|mode|config|cfg|"
-    r"training|flag|name|kwargs|args|step|steps|output|outputs|return)(_|$)|^(n|k)_|"
+    r"training|flag|name|kwargs|args|step|steps|output|outputs|return|height|width)(_|$)|^(n|k)_|"
     r"^(cache|past|past_key_values?|layer_past|use_cache)$"
 )
 
@@ -74,12 +136,14 @@ def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]
 
 
 def torch_call_returns_tensor(qual: str) -> bool:
-    if qual in _NON_TENSOR_TORCH or qual.startswith(_NON_TENSOR_TORCH_PREFIXES):
+    if qual in _NON_TENSOR_TORCH or qual in _SEQUENCE_TORCH or qual.startswith(_NON_TENSOR_TORCH_PREFIXES):
         return False
     if qual.startswith(_TENSOR_NAMESPACES):
         return True
     if qual.startswith("torch.") and qual.count(".") == 1:
         last = qual[6:]
+        if last.startswith(_NON_TENSOR_TORCH_VERBS) and last != "get_rng_state":
+            return False
         return last[:1].islower() or last[:1] == "_"
     return False
 
@@ -92,9 +156,17 @@ class TensorFacts:
         self.cls: Optional[ClassInfo] = fn.cls
         self.aliases = index.aliases
         self.names: set[str] = set()
-        # names bound to anything that is not a tensor, so they never count as tensors via params
+        # names bound to tuples of tensors (``parts = x.split(2)``): their items are tensors
+        self.sequences: set[str] = set()
+        # names used with something torch.Tensor does not have (``cache.get_seq_length()``): never tensors
+        self._blocked: set[str] = set()
+        self._bindings: dict[str, list[cst.BaseExpression]] = {}
+        # names bound to a submodule's output (``outputs = self.model(x)``): ``outputs[0]`` is a tensor
+        # even when ``outputs`` itself is a ModelOutput or a tuple
+        self._module_outputs: set[str] = set()
         self._params()
         self._assignments()
+        self._not_tensors_by_use()
 
     # -- parameters ---------------------------------------------------------------------------
     def _params(self) -> None:
@@ -108,20 +180,25 @@ class TensorFacts:
             if i == 0 and skip_first:
                 continue
             says = _annotation_says_tensor(param.annotation)
+            default = param.default
             if says is True:
-                self.names.add(param.name.value)
+                if not _literal_default(default):  # `output_attentions: torch.Tensor | None = False`
+                    self._add(param.name.value)
                 continue
             if says is False or not entry:
                 continue
-            default = param.default
             if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
                 continue  # `scale=1.0`, `dim=-1`, `causal=False`: configuration, not a tensor
             if _NON_TENSOR_PARAM.search(param.name.value):
                 continue
-            self.names.add(param.name.value)
+            self._add(param.name.value)
         star = fn.node.params.star_arg
         if entry and isinstance(star, cst.Param) and _annotation_says_tensor(star.annotation) is not False:
-            self.names.add(star.name.value)  # *args of a compiled function: tensors
+            self._add(star.name.value)  # *args of a compiled function: tensors
+
+    def _add(self, name: str) -> None:
+        if name not in self._blocked:
+            self.names.add(name)
 
     @staticmethod
     def _is_static(node: cst.FunctionDef) -> bool:
@@ -143,20 +220,72 @@ class TensorFacts:
                 fors.append((node.target, node.iter))
             elif node.value is not None:  # AnnAssign without a value binds nothing
                 pairs.append((node.target, node.value))
+        self._pairs, self._fors = pairs, fors
+        for target, value in pairs:
+            if isinstance(target, cst.Name):
+                self._bindings.setdefault(target.value, []).append(value)
+                if self._submodule_call(value):
+                    self._module_outputs.add(target.value)
+        self._fixpoint()
+
+    def _fixpoint(self) -> None:
+        pairs, fors = self._pairs, self._fors
         for _ in range(3):  # fixpoint: later assignments may feed earlier-listed ones
-            before = len(self.names)
+            before = len(self.names) + len(self.sequences)
             for target, value in pairs:
                 self._bind(target, value)
             for target, iterable in fors:
-                if self.is_tensor(iterable) and isinstance(target, cst.Name):
-                    self.names.add(target.value)
-            if len(self.names) == before:
+                if isinstance(target, cst.Name) and (self.is_tensor(iterable) or self.is_sequence(iterable)):
+                    self._add(target.value)
+            if len(self.names) + len(self.sequences) == before:
                 break
+
+    def _not_tensors_by_use(self) -> None:
+        """A name read with an attribute or method that ``torch.Tensor`` lacks is not a tensor, unless
+        one of its assignments plainly computes one (``out = []; out.append(t); out = torch.stack(out)``).
+        The facts are then recomputed without it, so nothing derived from it counts either."""
+        suspects: set[str] = set()
+        for node in iter_nodes(self.fn.node.body, (cst.Attribute,)):
+            base = node.value
+            if isinstance(base, cst.Name) and base.value in self.names and not is_tensor_api(node.attr.value):
+                suspects.add(base.value)
+        if not suspects:
+            return
+        self.names -= suspects
+        try:
+            blocked = {n for n in suspects if not any(self._plainly_tensor(v) for v in self._bindings.get(n, ()))}
+        finally:
+            self.names |= suspects
+        if blocked:
+            self._blocked = blocked
+            self.names, self.sequences = set(), set()
+            self._params()
+            self._fixpoint()
+
+    def _submodule_call(self, value: cst.BaseExpression) -> bool:
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return False
+        recv = value.func.value
+        return (
+            isinstance(recv, cst.Name) and recv.value == "self" and self.cls is not None
+            and value.func.attr.value in self.cls.submodules
+        )
+
+    def _plainly_tensor(self, value: cst.BaseExpression) -> bool:
+        """A tensor by its own form, not merely the result of some submodule (``self.backbone(x)``
+        may return a list of feature maps)."""
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            recv = value.func.value
+            if isinstance(recv, cst.Name) and recv.value == "self":
+                return False
+        return self.is_tensor(value)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             if self.is_tensor(value):
-                self.names.add(target.value)
+                self._add(target.value)
+            elif self.is_sequence(value) and target.value not in self._blocked:
+                self.sequences.add(target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
@@ -165,9 +294,9 @@ class TensorFacts:
             elif self._is_tensor_sequence(value):
                 for t in elements:
                     if isinstance(t, cst.Name):
-                        self.names.add(t.value)
+                        self._add(t.value)
                     elif isinstance(t, cst.StarredElement) and isinstance(t.value, cst.Name):
-                        self.names.add(t.value.value)
+                        self._add(t.value.value)
 
     def _is_tensor_sequence(self, value: cst.BaseExpression) -> bool:
         """``q, k, v = qkv.unbind(0)``; ``out, (h, c) = self.lstm(x)``; not ``B, N, C = x.shape``."""
@@ -175,13 +304,43 @@ class TensorFacts:
             func = value.func
             if isinstance(func, cst.Attribute):
                 if func.attr.value in ("unbind", "chunk", "split", "tensor_split", "unflatten", "sort", "topk",
-                                       "max", "min", "median", "mode", "kthvalue", "qr", "svd", "eigh", "slogdet"):
+                                       "max", "min", "median", "mode", "kthvalue", "qr", "svd", "eigh", "slogdet",
+                                       "hsplit", "vsplit", "dsplit", "nonzero"):
                     return self.is_tensor(func.value) or self._torch_name(func.value)
                 if isinstance(func.value, cst.Name) and func.value.value == "self" and self.cls is not None:
                     return func.attr.value in self.cls.submodules
             qual = resolve(func, self.aliases) or ""
-            return torch_call_returns_tensor(qual)
-        return False
+            return torch_call_returns_tensor(qual) or qual in _SEQUENCE_TORCH or qual in ("torch.where", "torch.nonzero")
+        return self.is_sequence(value)
+
+    def is_sequence(self, expr: cst.BaseExpression) -> bool:
+        """A tuple of tensors: ``x.split(2)``, ``torch.unbind(x, -1)``, ``torch.where(mask)``,
+        ``x.nonzero(as_tuple=True)``, a name bound to one, or a slice of one."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self.sequences
+        if isinstance(expr, cst.Subscript):
+            return self.is_sequence(expr.value) and _is_slice(expr)
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self") and not self._module_path(func.value):
+            method = func.attr.value
+            if method in SEQUENCE_METHODS:
+                return self.is_tensor(func.value)
+            if method == "nonzero" and _as_tuple(expr):
+                return self.is_tensor(func.value)
+        qual = resolve(func, self.aliases) or ""
+        if qual in _SEQUENCE_TORCH:
+            return True
+        if qual == "torch.where":
+            return len(expr.args) == 1
+        return qual == "torch.nonzero" and _as_tuple(expr)
+
+    def _module_path(self, expr: cst.BaseExpression) -> bool:
+        """``torch``, ``F``, ``torch.nn.functional``: a dotted name rooted at an import."""
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        return isinstance(expr, cst.Name) and expr.value in self.aliases and expr.value not in self.names
 
     def _torch_name(self, expr: cst.BaseExpression) -> bool:
         return (resolve(expr, self.aliases) or "") == "torch"
@@ -214,6 +373,11 @@ class TensorFacts:
                 return False
             return self.is_tensor(expr.left) or any(self.is_tensor(c.comparator) for c in expr.comparisons)
         if isinstance(expr, cst.Subscript):
+            if self.is_sequence(expr.value):
+                return not _is_slice(expr)  # parts[0] is a tensor, parts[1:] a tuple
+            value = expr.value
+            if isinstance(value, cst.Name) and value.value in self._module_outputs and _first_item(expr):
+                return True  # outputs[0] of `outputs = self.model(...)` (outputs[1] may be a tuple of hidden states)
             return self.is_tensor(expr.value) or self._is_tensor_sequence(expr.value)
         if isinstance(expr, cst.IfExp):
             return self.is_tensor(expr.body) or self.is_tensor(expr.orelse)
@@ -226,6 +390,11 @@ class TensorFacts:
             receiver = func.value
             if isinstance(receiver, cst.Name) and receiver.value == "self":
                 return self.cls is not None and method in self.cls.submodules  # self.lin(x)
+            if not self._module_path(receiver):
+                if method in SEQUENCE_METHODS or not is_tensor_api(method):
+                    return False  # x.split(2) is a tuple; cache.get_seq_length() is no tensor method
+                if method == "nonzero" and _as_tuple(call):
+                    return False
             if self.is_tensor(receiver):
                 return method not in NON_TENSOR_METHODS
             if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name):
@@ -235,4 +404,36 @@ class TensorFacts:
         qual = resolve(func, self.aliases)
         if qual is None:
             return False
+        if qual == "torch.where" and len(call.args) == 1:
+            return False  # torch.where(cond): a tuple of index tensors
+        if qual == "torch.nonzero" and _as_tuple(call):
+            return False
         return torch_call_returns_tensor(qual)
+
+
+def _first_item(sub: cst.Subscript) -> bool:
+    """``x[0]``."""
+    if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+        return False
+    value = sub.slice[0].slice.value
+    return isinstance(value, cst.Integer) and value.value == "0"
+
+
+def _is_slice(sub: cst.Subscript) -> bool:
+    return len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Slice)
+
+
+def _as_tuple(call: cst.Call) -> bool:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "as_tuple":
+            return not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+    return False
+
+
+def _literal_default(default: Optional[cst.BaseExpression]) -> bool:
+    """``False``, ``1.0``, ``"mean"``: a default no tensor parameter has (``None`` is not one)."""
+    if isinstance(default, cst.Name):
+        return default.value in ("True", "False")
+    if isinstance(default, cst.UnaryOperation):
+        default = default.expression
+    return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString))
