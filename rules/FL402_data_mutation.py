@@ -114,7 +114,9 @@ on CPU (`fixtures/FL402_data_mutation`, `self.a.weight.data.clamp_(-0.1, 0.1)` b
 grad enabled): 4 launches per compiled forward (2 `cpp_fused` + `addmm` + an eager `aten::copy_`)
 instead of 3 for the `torch.no_grad()` version, where inductor fuses the write into the clamp kernel.
 On an H200 with torch 2.11: 4 kernels + 1 device-to-device memcpy vs 4 kernels + 0 memcpy (the copy
-is a memcpy there, which the truth table's first smoke run did not count). `weight.data[0] = 0.0`
+is a memcpy there, which the truth table's first smoke run did not count; in the fixed version the
+copy is fused into the clamp kernel, `triton_poi_fused_clamp_copy_`). The confirm pass counts device
+kernels without memcpys, so on CUDA it reports this rule `not-reproduced` (docs/gpu-evidence.md). `weight.data[0] = 0.0`
 behaves the same (+1 `aten::copy_`). Results and gradients equal eager in both versions.
 
 Checked and not flagged, because they measured no extra copy: `.data` writes to buffers and to
