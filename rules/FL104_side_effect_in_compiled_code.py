@@ -1,164 +1,14 @@
-"""FL104 side-effect-in-compiled-code: print/logging/time/warnings/debugger calls that Dynamo cannot trace."""
+"""FL104 side-effect-in-compiled-code: print/logging/time/warnings/debugger calls that Dynamo cannot trace.
+
+The check itself is ``fusionlint.analysis.side_effects`` (FL108 runs it inside autograd.Function bodies).
+"""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import libcst as cst
 
+from fusionlint.analysis.side_effects import SideEffectChecker
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
-
-from .FL102_data_dependent_control_flow import Found, autograd_owner, torch_alias
-
-# qualified name -> (graph-break id measured on torch 2.13.0+cpu, advice)
-_CALLS: dict[str, tuple[str, str]] = {
-    "print": ("GB0059", "guard it with `if not torch.compiler.is_compiling():` or remove it"),
-    "breakpoint": ("GB0059", "debug the eager model instead"),
-    "pdb.set_trace": ("GB0007", "debug the eager model instead"),
-    "warnings.warn": ("GB0007", "guard it with `if not torch.compiler.is_compiling():` or warn outside forward"),
-    "sys.stdout.write": ("GB0156", "guard it with `if not torch.compiler.is_compiling():` or remove it"),
-    "sys.stderr.write": ("GB0156", "guard it with `if not torch.compiler.is_compiling():` or remove it"),
-    "torch.cuda.synchronize": (
-        "GB0007",
-        "it is also a full device sync (measured on an H200, torch 2.11); synchronize outside the compiled model",
-    ),
-}
-_TIME = ("time", "perf_counter", "monotonic", "time_ns", "perf_counter_ns", "process_time")
-for _fn in _TIME:
-    _CALLS[f"time.{_fn}"] = ("GB0007", "time the compiled call from outside (the timer runs eagerly between graphs)")
-_LOG_FUNCS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log")
-for _fn in _LOG_FUNCS:
-    _CALLS[f"logging.{_fn}"] = ("GB4841", "guard it with `if not torch.compiler.is_compiling():` or log outside forward")
-# Methods of logging.Logger that break (GB0291, measured: info, debug, error, isEnabledFor).
-_LOGGER_METHODS = frozenset(_LOG_FUNCS) | {"isEnabledFor"}
-_IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
-
-
-def _is_logger_factory(qual: str) -> bool:
-    """``logging.getLogger`` and the Hugging Face ``...utils.logging.get_logger`` (returns a std Logger)."""
-    return qual == "logging.getLogger" or qual.endswith("logging.get_logger")
-
-
-def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
-    if not isinstance(expr, cst.Call):
-        return False
-    qual = ctx.qualname(expr.func) or ""
-    return qual.rsplit(".", 1)[-1] in _IS_COMPILING
-
-
-def _and_leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return _and_leaves(expr.left) + _and_leaves(expr.right)
-    return [expr]
-
-
-class SideEffectChecker:
-    """Finds untraceable side-effect calls; FL104 reports them outside autograd.Function bodies."""
-
-    def __init__(self) -> None:
-        self._loggers: Optional[tuple[frozenset[str], frozenset[str]]] = None
-
-    def loggers(self, ctx) -> tuple[frozenset[str], frozenset[str]]:
-        """(names, self attributes) bound to ``logging.getLogger(...)`` anywhere in the file."""
-        if self._loggers is None:
-            names: set[str] = set()
-            attrs: set[str] = set()
-
-            class Walker(cst.CSTVisitor):
-                def visit_Assign(self, node: cst.Assign) -> None:
-                    if not (isinstance(node.value, cst.Call) and _is_logger_factory(ctx.qualname(node.value.func) or "")):
-                        return
-                    for target in node.targets:
-                        t = target.target
-                        if isinstance(t, cst.Name):
-                            names.add(t.value)
-                        elif isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                            attrs.add(t.attr.value)
-
-            ctx.module.visit(Walker())
-            self._loggers = (frozenset(names), frozenset(attrs))
-        return self._loggers
-
-    def describe(self, node: cst.Call, ctx) -> Optional[tuple[str, str, str]]:
-        """(label, graph-break id, advice) when ``node`` is a side-effect call Dynamo cannot trace."""
-        func = node.func
-        qual = ctx.qualname(func) or ""
-        if qual in _CALLS:
-            gb, advice = _CALLS[qual]
-            return f"{qual}()", gb, advice
-        if isinstance(func, cst.Attribute) and func.attr.value in _LOGGER_METHODS:
-            receiver = func.value
-            names, attrs = self.loggers(ctx)
-            is_logger = (
-                (isinstance(receiver, cst.Name) and receiver.value in names)
-                or (
-                    isinstance(receiver, cst.Attribute)
-                    and isinstance(receiver.value, cst.Name)
-                    and receiver.value.value == "self"
-                    and receiver.attr.value in attrs
-                )
-                or (isinstance(receiver, cst.Call) and _is_logger_factory(ctx.qualname(receiver.func) or ""))
-            )
-            if is_logger:
-                label = f"{ctx.code(receiver).strip()}.{func.attr.value}()"
-                if isinstance(receiver, cst.Call):
-                    label = f"Logger.{func.attr.value}()"
-                return label, "GB0291", "guard it with `if not torch.compiler.is_compiling():` or log outside forward"
-        return None
-
-    @staticmethod
-    def guarded(node: cst.CSTNode, ctx) -> bool:
-        """Inside ``if not torch.compiler.is_compiling():`` (or the else of ``if is_compiling():``)."""
-        child: cst.CSTNode = node
-        for parent in ctx.iter_parents():
-            if isinstance(parent, cst.If):
-                if child is parent.body:
-                    for leaf in _and_leaves(parent.test):
-                        if (
-                            isinstance(leaf, cst.UnaryOperation)
-                            and isinstance(leaf.operator, cst.Not)
-                            and _is_compiling_call(leaf.expression, ctx)
-                        ):
-                            return True
-                elif child is parent.orelse and _is_compiling_call(parent.test, ctx):
-                    return True
-            child = parent
-        return False
-
-    def check_Call(self, node: cst.Call, ctx) -> list[Found]:
-        described = self.describe(node, ctx)
-        if described is None or self.guarded(node, ctx):
-            return []
-        label, gb, advice = described
-        message = f"`{label}` inside compiled code: Dynamo cannot trace it: graph break ({gb}); {advice}"
-        return [(node, message, self._guard_fix(node, ctx))]
-
-    @staticmethod
-    def _guard_fix(node: cst.Call, ctx):
-        """Wrap the statement ``<call>`` in ``if not torch.compiler.is_compiling():``."""
-        torch = torch_alias(ctx)
-        parents = ctx.parents
-        if torch is None or len(parents) < 3:
-            return None
-        expr, line, block = parents[0], parents[1], parents[2]
-        if not (isinstance(expr, cst.Expr) and expr.value is node):
-            return None
-        if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(block, cst.IndentedBlock)):
-            return None
-        indent = ctx.indent()
-        unit = ctx.module.default_indent
-        # code_for_node renders continuation lines without the enclosing block's indentation: put it
-        # back, one level deeper. Lines inside a multi-line string must not move: no fix for those.
-        code = ctx.code(node).strip()
-        if "\n" in code and ('"""' in code or "'''" in code):
-            return None
-        code = code.replace("\n", "\n" + indent + unit)
-        text = f"if not {torch}.compiler.is_compiling():\n{indent}{unit}{code}"
-        return ctx.fix(
-            Applicability.UNSAFE,
-            ctx.replace(expr, text),
-            title="Run it only in eager mode (`if not torch.compiler.is_compiling():`)",
-        )
 
 
 class SideEffectInCompiledCode(Rule):
@@ -304,7 +154,7 @@ GB0156 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0156.html
         self.checker = SideEffectChecker()
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             return  # FL108 reports constructs inside autograd.Function bodies
         for at, message, fix in self.checker.check_Call(node, ctx):
             ctx.report(at, message, fix=fix)

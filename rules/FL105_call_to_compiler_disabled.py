@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.scope import function_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
 # Decorators / wrappers that make Dynamo skip a function (resolved through the file's imports).
@@ -218,16 +219,7 @@ def _locally_bound(fn: cst.FunctionDef, name: str) -> bool:
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param) and star.name.value == name:
             return True
-    found = False
-
-    class Walker(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            nonlocal found
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                found = True
-
-    fn.visit(Walker())
-    return found
+    return any(
+        isinstance(node.target, cst.Name) and node.target.value == name
+        for node in function_nodes(fn, (cst.AssignTarget,))
+    )

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
 # numpy.random functions that torch._numpy implements (Dynamo traces them into torch's RNG) -> index of
@@ -284,21 +285,15 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         body = key.body
         found_shape = False
         uses_param = False
-
-        class Walker(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                nonlocal found_shape
+        for node in (body, *iter_nodes(body, (cst.Attribute, cst.Name), into_nested_defs=True)):
+            if isinstance(node, cst.Attribute):
                 if node.attr.value in _SHAPE_ONLY:
                     found_shape = True
-
-            def visit_Name(self, node: cst.Name) -> None:
-                nonlocal found_shape, uses_param
+            elif isinstance(node, cst.Name):
                 if node.value == name:
                     uses_param = True
                 if node.value == "len":
                     found_shape = True
-
-        body.visit(Walker())
         return uses_param and not found_shape and not isinstance(body, cst.Name)
 
     # -- class statements ------------------------------------------------------------------------

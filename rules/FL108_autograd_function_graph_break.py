@@ -3,18 +3,18 @@
 Ownership: every construct that FL101 (tensor-to-python), FL102 (data-dependent control flow),
 FL103 (data-dependent output shape) or FL104 (side effects) would report is reported here instead
 when it sits inside a custom ``torch.autograd.Function``'s ``forward``/``backward`` (or a helper first
-reached from one); those rules skip such bodies (``autograd_owner``), so one construct gives one finding.
+reached from one); those rules skip such bodies (``ctx.autograd_function``), so one construct gives one finding.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from fusionlint.analysis.control_flow import ControlFlowChecker
+from fusionlint.analysis.dynamic_shapes import ShapeChecker
+from fusionlint.analysis.judge import Found, TensorJudge
+from fusionlint.analysis.side_effects import SideEffectChecker
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
-
-from .FL102_data_dependent_control_flow import ControlFlowChecker, Found, TensorJudge, autograd_owner
-from .FL103_data_dependent_output_shape import ShapeChecker
-from .FL104_side_effect_in_compiled_code import SideEffectChecker
 
 _CONVERSION_METHODS = {"item": "GB0124", "tolist": "GB0109"}
 _CONVERSION_BUILTINS = ("float", "int", "bool", "complex")
@@ -198,7 +198,7 @@ GB0170 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html
         self.judge = self.flow.judge
 
     def _report(self, found: list[Found], ctx) -> None:
-        owner = autograd_owner(ctx)
+        owner = ctx.autograd_function
         if owner is None:
             return
         where = f"inside autograd.Function `{owner}`"
@@ -211,40 +211,40 @@ GB0170 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html
             ctx.report(at, f"{where}: {message}", fix=fix)
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        if autograd_owner(ctx) is None:
+        if ctx.autograd_function is None:
             return
         found = _conversions(node, ctx, self.judge) + self.flow.check_Call(node, ctx)
         found += self.shape.check_Call(node, ctx) + self.side.check_Call(node, ctx)
         self._report(found, ctx)
 
     def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.shape.check_Subscript(node, ctx), ctx)
 
     def visit_If(self, node: cst.If, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.flow.check_If(node, ctx), ctx)
 
     def visit_While(self, node: cst.While, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.flow.check_While(node, ctx), ctx)
 
     def visit_IfExp(self, node: cst.IfExp, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.flow.check_IfExp(node, ctx), ctx)
 
     def visit_CompIf(self, node: cst.CompIf, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.flow.check_CompIf(node, ctx), ctx)
 
     def visit_Assert(self, node: cst.Assert, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.flow.check_Assert(node, ctx), ctx)
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.flow.check_BooleanOperation(node, ctx), ctx)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx) -> None:
-        if autograd_owner(ctx) is not None:
+        if ctx.autograd_function is not None:
             self._report(self.flow.check_UnaryOperation(node, ctx), ctx)

@@ -6,18 +6,17 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.rule import Applicability, Effect, Invalid, Rule
-
-from .FL201_mutated_scalar_attribute import (
-    buffer_fix,
+from fusionlint.analysis.attributes import (
     class_reads,
     classify_use,
     collect_writes,
     recompiles_every_value,
     scalar_kind,
     self_attr,
-    skipped_while_compiling,
 )
+from fusionlint.analysis.buffer_fix import buffer_fix
+from fusionlint.analysis.is_compiling import skipped_while_compiling
+from fusionlint.rule import Applicability, Effect, Invalid, Rule
 
 _LIST_GROWERS = ("append", "extend")
 
@@ -271,7 +270,7 @@ class PythonStateMutationInForward(Rule):
             return
         if kind == "float" and not self._float_recompiles(ctx, cls, attr):
             return
-        writes = collect_writes(self, ctx, cls, attr)
+        writes = collect_writes(ctx, cls, attr)
         text = ctx.code(stmt).strip()
         what = "a Python int attribute (guarded by value)" if kind == "int" else "a Python float attribute that no tensor op reads as an operand (guarded by value)"
         message = (
@@ -280,7 +279,7 @@ class PythonStateMutationInForward(Rule):
             + (" or `torch._dynamo.config.allow_unspec_int_on_nn_module = True`" if kind == "int" else "")
         )
         fix = buffer_fix(
-            self, ctx, cls, attr, writes, allow_compiled_writes=True,
+            ctx, cls, attr, writes, allow_compiled_writes=True,
             title=f"store `{attr}` in a non-persistent buffer and update it in place",
         )
         ctx.report(stmt, message, fix=fix)

@@ -6,10 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.bindings import target_names
+from fusionlint.analysis.is_compiling import skipped_while_compiling
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
-
-from .FL201_mutated_scalar_attribute import skipped_while_compiling
 
 
 def _int_value(expr: cst.BaseExpression) -> Optional[int]:
@@ -29,10 +29,7 @@ class _Loop:
         fn = ctx.function
         self.assigns: dict[str, list[cst.Assign]] = {}
         if fn is not None:
-            for node in iter_nodes(fn.node.body, (cst.Assign,)):
-                for t in node.targets:
-                    for name in _target_names(t.target):
-                        self.assigns.setdefault(name, []).append(node)
+            self.assigns = ctx.memo(("FL204-assigns", id(fn.node)), lambda: _assigns(fn.node))
 
     # -- provenance: built only from parameters/buffers (fixed sizes) ----------------------------
     def param_derived(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -202,15 +199,14 @@ def _dim_arg(call: cst.Call, position: int) -> Optional[int]:
     return 0
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out = []
-        for el in target.elements:
-            out.extend(_target_names(el.value))
-        return out
-    return []
+def _assigns(fn: cst.FunctionDef) -> dict[str, list[cst.Assign]]:
+    """name -> the ``=`` statements (unpacking included) that bind it in ``fn`` (nested defs excluded)."""
+    assigns: dict[str, list[cst.Assign]] = {}
+    for node in iter_nodes(fn.body, (cst.Assign,)):
+        for t in node.targets:
+            for name in target_names(t.target):
+                assigns.setdefault(name, []).append(node)
+    return assigns
 
 
 _DOCS = """

@@ -6,6 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.bindings import target_names
+from fusionlint.analysis.walk import children
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
 
 # Ops whose result has permuted strides, which a matmul consumes directly (no copy needed).
@@ -44,58 +46,43 @@ def _module_root(func: cst.Attribute, ctx) -> bool:
     return isinstance(root, cst.Name) and root.value in ctx.file.aliases
 
 
-class _Uses(cst.CSTVisitor):
-    """Per function: assignments and loads of each local name (nested defs excluded)."""
+class _Uses:
+    """Per function: assignments and loads of each local name (nested defs excluded).
+
+    Every ``Name`` under the function counts as a load except assignment targets, attribute names
+    (``x.y`` loads ``x``), keyword names and parameters; an augmented assignment and a ``for``
+    target count as an assignment too.
+    """
 
     def __init__(self, fn: cst.FunctionDef) -> None:
-        super().__init__()
-        self.fn = fn
         self.assigns: dict[str, list[cst.CSTNode]] = {}
         self.loads: dict[str, int] = {}
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.fn
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return True
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
-        for name in _target_names(node.target):
-            self.assigns.setdefault(name, []).append(node)
-        return False
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        for name in _target_names(node.target):
-            self.assigns.setdefault(name, []).append(node)
-            self.loads[name] = self.loads.get(name, 0) + 1
-
-    def visit_For(self, node: cst.For) -> None:
-        for name in _target_names(node.target):
-            self.assigns.setdefault(name, []).append(node)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)  # `x.y`: visit `x`, never count the attribute name `y`
-        return False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.loads[node.value] = self.loads.get(node.value, 0) + 1
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # skip keyword names
-        return False
-
-    def visit_Param(self, node: cst.Param) -> bool:
-        return False
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
+        assigns, loads = self.assigns, self.loads
+        stack: list[cst.CSTNode] = [fn]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Name):
+                loads[node.value] = loads.get(node.value, 0) + 1
+                continue
+            if isinstance(node, cst.AssignTarget):
+                for name in target_names(node.target):
+                    assigns.setdefault(name, []).append(node)
+                continue
+            if isinstance(node, cst.Param) or (isinstance(node, cst.FunctionDef) and node is not fn):
+                continue
+            if isinstance(node, (cst.Attribute, cst.Arg)):
+                stack.append(node.value)  # `x.y`: `x` only, never the attribute name; no keyword names
+                continue
+            if isinstance(node, cst.AugAssign):
+                for name in target_names(node.target):
+                    assigns.setdefault(name, []).append(node)
+                    loads[name] = loads.get(name, 0) + 1
+            elif isinstance(node, cst.For):
+                for name in target_names(node.target):
+                    assigns.setdefault(name, []).append(node)
+            kids = list(children(node))
+            kids.reverse()
+            stack.extend(kids)
 
 
 class ContiguousBeforeMatmul(Rule):
@@ -288,35 +275,27 @@ also varies between runs). The fix deletes the call.
             return None
         uses = self._uses.get(id(fn.node))
         if uses is None:
-            uses = _Uses(fn.node)
-            fn.node.visit(uses)
-            self._uses[id(fn.node)] = uses
+            uses = self._uses[id(fn.node)] = _Uses(fn.node)
         if len(uses.assigns.get(name, ())) != 1 or uses.loads.get(name, 0) != 1:
             return None
-        found: Optional[str] = None
-
-        outer = self
-
-        class Find(cst.CSTVisitor):
-            def __init__(self) -> None:
-                super().__init__()
-                self.stack: list[cst.CSTNode] = []
-
-            def on_visit(self, n: cst.CSTNode) -> bool:
-                nonlocal found
-                if isinstance(n, cst.FunctionDef) and n is not fn.node:
-                    return False
-                if isinstance(n, cst.Name) and n.value == name and self.stack:
-                    chain = tuple(reversed(self.stack))
-                    if found is None and not isinstance(chain[0], (cst.AssignTarget, cst.Attribute)):
-                        found = outer._direct_consumer(n, chain, ctx)
-                    elif found is None and isinstance(chain[0], cst.Attribute) and chain[0].value is n:
-                        found = outer._direct_consumer(n, chain, ctx)
-                self.stack.append(n)
-                return True
-
-            def on_leave(self, original_node: cst.CSTNode) -> None:
-                self.stack.pop()
-
-        fn.node.body.visit(Find())
-        return found
+        # The one load of `name` (nested defs excluded) decides: is it a matmul operand?
+        stack: list[tuple[cst.CSTNode, tuple]] = [(fn.node.body, ())]
+        while stack:
+            node, parents = stack.pop()
+            if isinstance(node, cst.Name):
+                if node.value == name and parents:
+                    parent = parents[0]
+                    if not isinstance(parent, (cst.AssignTarget, cst.Attribute)) or (
+                        isinstance(parent, cst.Attribute) and parent.value is node
+                    ):
+                        found = self._direct_consumer(node, parents, ctx)
+                        if found is not None:
+                            return found
+                continue
+            if isinstance(node, cst.FunctionDef):
+                continue
+            inner = (node, *parents[:1])  # _direct_consumer looks at two parents
+            kids = [(kid, inner) for kid in children(node)]
+            kids.reverse()
+            stack.extend(kids)
+        return None

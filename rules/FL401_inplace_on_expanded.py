@@ -6,18 +6,12 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.inplace import is_inplace_write
+from fusionlint.analysis.scope import names_always_bound_to
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
 
 _EXPAND_METHODS = frozenset({"expand", "expand_as", "broadcast_to"})
 _EXPAND_FUNCS = frozenset({"torch.broadcast_to"})
-# In-place methods that change metadata or bookkeeping, not the elements: harmless on an expanded view.
-_NOT_WRITES = frozenset(
-    {
-        "requires_grad_", "retain_grad_", "share_memory_", "detach_", "set_", "resize_", "resize_as_",
-        "rename_", "unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_", "as_strided_",
-        "record_stream_", "untyped_storage_",
-    }
-)
 # Writes that have an out-of-place method twin: `y.add_(1)` -> `y = y.add(1)`.
 _FIXABLE = frozenset(
     {
@@ -37,10 +31,6 @@ _AUG_OPS = {
 }
 
 
-def _is_inplace_write(method: str) -> bool:
-    return method.endswith("_") and not method.endswith("__") and not method.startswith("_") and method not in _NOT_WRITES
-
-
 def _expand_call(expr: cst.BaseExpression, qualname) -> Optional[str]:
     """The expanding op when ``expr`` is ``x.expand(...)``/``x.expand_as(y)``/``torch.broadcast_to(x, s)``."""
     if not isinstance(expr, cst.Call):
@@ -54,57 +44,6 @@ def _expand_call(expr: cst.BaseExpression, qualname) -> Optional[str]:
             return None  # np.broadcast_to returns a read-only numpy view
         return f".{func.attr.value}()"
     return None
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
-
-
-def _expanded_names(fn: cst.FunctionDef, qualname) -> dict[str, str]:
-    """Local names whose every binding in ``fn`` is an expand op (flow-insensitive, precise)."""
-    binds: dict[str, list[Optional[str]]] = {}
-
-    class Walker(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            op = _expand_call(node.value, qualname)
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    binds.setdefault(target.target.value, []).append(op)
-                else:
-                    for name in _target_names(target.target):
-                        binds.setdefault(name, []).append(None)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            for name in _target_names(node.target):
-                binds.setdefault(name, []).append(_expand_call(node.value, qualname) if node.value else None)
-
-        def visit_For(self, node: cst.For) -> None:
-            for name in _target_names(node.target):
-                binds.setdefault(name, []).append(None)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            for name in _target_names(node.target):
-                binds.setdefault(name, []).append(_expand_call(node.value, qualname))
-
-        def visit_WithItem(self, node: cst.WithItem) -> None:
-            if node.asname is not None:
-                for name in _target_names(node.asname.name):
-                    binds.setdefault(name, []).append(None)
-
-    fn.visit(Walker())
-    params = fn.params
-    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-        binds.setdefault(p.name.value, []).append(None)
-    return {name: ops[0] for name, ops in binds.items() if ops and all(op is not None for op in ops)}  # type: ignore[misc]
 
 
 class InplaceOnExpanded(Rule):
@@ -221,7 +160,7 @@ which scatters the update once per aliasing element. No graph-break id (nothing 
         if isinstance(expr, cst.Name) and ctx.function is not None:
             key = id(ctx.function.node)
             if key not in self._names:
-                self._names[key] = _expanded_names(ctx.function.node, ctx.qualname)
+                self._names[key] = names_always_bound_to(ctx.function.node, lambda v: _expand_call(v, ctx.qualname))
             op = self._names[key].get(expr.value)
             if op is not None:
                 return op
@@ -232,7 +171,7 @@ which scatters the update once per aliasing element. No graph-break id (nothing 
         if not isinstance(func, cst.Attribute):
             return
         method = func.attr.value
-        if not _is_inplace_write(method):
+        if not is_inplace_write(method):
             return
         qual = ctx.qualname(func) or ""
         if qual.startswith("torch.") and qual.count(".") == 1:  # torch.relu_(y, ...)

@@ -6,90 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.inplace import is_inplace_write, is_parameter, no_grad_wrap, param_loops
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
-
-# Tensor in-place methods that write elements (not metadata).
-_NOT_WRITES = frozenset(
-    {"requires_grad_", "retain_grad_", "share_memory_", "detach_", "set_", "resize_", "resize_as_", "rename_",
-     "unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_", "as_strided_"}
-)
-_PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
-
-
-def is_inplace_write(method: str) -> bool:
-    return method.endswith("_") and not method.endswith("__") and not method.startswith("_") and method not in _NOT_WRITES
-
-
-def param_loop_names(fn: cst.FunctionDef) -> set[str]:
-    """Names bound by ``for p in self.parameters()`` / ``for n, p in self.<sub>.named_parameters()``."""
-    found: set[str] = set()
-
-    class Walker(cst.CSTVisitor):
-        def visit_For(self, node: cst.For) -> None:
-            it = node.iter
-            if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
-                return
-            if it.func.attr.value not in _PARAM_ITERATORS:
-                return
-            root = it.func.value
-            while isinstance(root, cst.Attribute):
-                root = root.value
-            if not (isinstance(root, cst.Name) and root.value == "self"):
-                return
-            target = node.target
-            if it.func.attr.value == "named_parameters":
-                if isinstance(target, cst.Tuple) and len(target.elements) == 2:
-                    target = target.elements[1].value
-                else:
-                    return
-            if isinstance(target, cst.Name):
-                found.add(target.value)
-
-    fn.visit(Walker())
-    return found
-
-
-def is_parameter(expr: cst.BaseExpression, ctx, loop_names: set[str]) -> bool:
-    """``self.<param>``, ``self.<submodule>.weight/bias`` or a loop variable over ``self.parameters()``."""
-    if isinstance(expr, cst.Name):
-        return expr.value in loop_names
-    if not isinstance(expr, cst.Attribute):
-        return False
-    cls = ctx.cls
-    if cls is None:
-        return False
-    base = expr.value
-    if isinstance(base, cst.Name) and base.value == "self":
-        return expr.attr.value in cls.params
-    if (
-        expr.attr.value in ("weight", "bias")
-        and isinstance(base, cst.Attribute)
-        and isinstance(base.value, cst.Name)
-        and base.value.value == "self"
-    ):
-        return base.attr.value in cls.submodules
-    return False
-
-
-def no_grad_wrap(ctx, node: cst.CSTNode, statement: str) -> Optional[str]:
-    """``with torch.no_grad():`` + ``statement`` on the next line, for replacing ``node`` when it is the only
-    small statement of its line (None otherwise, or when torch is not imported as a module)."""
-    torch_name = ctx.alias_for("torch")
-    if torch_name is None:
-        return None
-    parents = ctx.parents
-    if isinstance(node, cst.BaseSmallStatement):
-        owner, rest = node, parents
-    elif parents and isinstance(parents[0], cst.Expr) and parents[0].value is node:
-        owner, rest = parents[0], parents[1:]
-    else:
-        return None  # an expression inside a larger statement: no statement to wrap
-    if not rest or not isinstance(rest[0], cst.SimpleStatementLine):
-        return None  # `if c: p.data.zero_()` on one line
-    if len(rest[0].body) != 1 or rest[0].body[0] is not owner:
-        return None
-    unit = ctx.module.default_indent
-    return f"with {torch_name}.no_grad():\n{ctx.indent()}{unit}{statement}"
 
 
 class DataMutation(Rule):
@@ -196,23 +114,11 @@ the backward pass then raises instead of silently using the modified value.
         ),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._loops: dict[int, set[str]] = {}
-
-    def _loop_names(self, ctx) -> set[str]:
-        fn = ctx.function
-        if fn is None:
-            return set()
-        key = id(fn.node)
-        if key not in self._loops:
-            self._loops[key] = param_loop_names(fn.node)
-        return self._loops[key]
-
-    def _param_data(self, expr: cst.BaseExpression, ctx) -> Optional[cst.BaseExpression]:
+    @staticmethod
+    def _param_data(expr: cst.BaseExpression, ctx) -> Optional[cst.BaseExpression]:
         """The parameter expression when ``expr`` is ``<param>.data``."""
         if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
-            if is_parameter(expr.value, ctx, self._loop_names(ctx)):
+            if is_parameter(expr.value, ctx, param_loops(ctx)):
                 return expr.value
         return None
 

@@ -6,8 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.inplace import is_inplace_write
+from fusionlint.analysis.scope import names_always_bound_to
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
-from fusionlint.rules.FL402_data_mutation import is_inplace_write
 
 # Ops whose backward reads their *output*, measured (torch 2.13 CPU, grad on) to make a later
 # in-place write on that output fail: method name -> display name.
@@ -42,57 +43,6 @@ def _saving_op(expr: Optional[cst.BaseExpression], qualname) -> Optional[str]:
     if isinstance(func, cst.Attribute) and func.attr.value in _SAVING_METHODS and not qual.startswith("torch."):
         return f".{func.attr.value}()"
     return None
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
-
-
-def _saved_names(fn: cst.FunctionDef, qualname) -> dict[str, str]:
-    """Names whose every binding in ``fn`` is the output of an output-saving op."""
-    binds: dict[str, list[Optional[str]]] = {}
-
-    class Walker(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is fn
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            op = _saving_op(node.value, qualname)
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    binds.setdefault(target.target.value, []).append(op)
-                else:
-                    for name in _target_names(target.target):
-                        binds.setdefault(name, []).append(None)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            for name in _target_names(node.target):
-                binds.setdefault(name, []).append(_saving_op(node.value, qualname))
-
-        def visit_For(self, node: cst.For) -> None:
-            for name in _target_names(node.target):
-                binds.setdefault(name, []).append(None)
-
-        def visit_WithItem(self, node: cst.WithItem) -> None:
-            if node.asname is not None:
-                for name in _target_names(node.asname.name):
-                    binds.setdefault(name, []).append(None)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            for name in _target_names(node.target):
-                binds.setdefault(name, []).append(_saving_op(node.value, qualname))
-
-    fn.visit(Walker())
-    params = fn.params
-    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-        binds.setdefault(p.name.value, []).append(None)
-    return {n: ops[0] for n, ops in binds.items() if ops and all(op is not None for op in ops)}  # type: ignore[misc]
 
 
 class InplaceOnSavedOutput(Rule):
@@ -196,7 +146,7 @@ stops writing into any other alias of `y`.
             return None
         key = id(ctx.function.node)
         if key not in self._names:
-            self._names[key] = _saved_names(ctx.function.node, ctx.qualname)
+            self._names[key] = names_always_bound_to(ctx.function.node, lambda v: _saving_op(v, ctx.qualname))
         return self._names[key].get(expr.value)
 
     @staticmethod

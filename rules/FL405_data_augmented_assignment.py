@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fusionlint.analysis.inplace import is_parameter, no_grad_wrap, param_loops
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
-from fusionlint.rules.FL402_data_mutation import is_parameter, no_grad_wrap, param_loop_names
 
 _METHOD = {
     cst.AddAssign: "add_", cst.SubtractAssign: "sub_", cst.MultiplyAssign: "mul_", cst.DivideAssign: "div_",
@@ -101,21 +101,13 @@ raises instead of silently using the new value.
         ),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._loops: dict[int, set[str]] = {}
-
     def visit_AugAssign(self, node: cst.AugAssign, ctx) -> None:
         target = node.target
         if not (isinstance(target, cst.Attribute) and target.attr.value == "data"):
             return
-        fn = ctx.function
-        if fn is None:
+        if ctx.function is None:
             return
-        key = id(fn.node)
-        if key not in self._loops:
-            self._loops[key] = param_loop_names(fn.node)
-        if not is_parameter(target.value, ctx, self._loops[key]):
+        if not is_parameter(target.value, ctx, param_loops(ctx)):
             return
         pcode = ctx.code(target.value)
         method = _METHOD.get(type(node.operator))

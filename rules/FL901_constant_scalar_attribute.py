@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fusionlint.analysis.attributes import classify_use, collect_writes, scalar_kind, self_attr
 from fusionlint.rule import Effect, Invalid, Rule, Severity
-
-from .FL201_mutated_scalar_attribute import classify_use, collect_writes, scalar_kind, self_attr
 
 _DOCS = """
 ## What it does
@@ -133,7 +132,7 @@ class ConstantScalarAttribute(Rule):
         use = classify_use(node, ctx.parents, ctx.is_tensor, ctx.qualname)
         if use is None or use.kind == "index":
             return
-        writes = collect_writes(self, ctx, cls, attr)
+        writes = collect_writes(ctx, cls, attr)
         if writes.in_class or writes.same_file or writes.other_files:
             return
         self._seen.add((cls.name, attr))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypeVar
 
 import libcst as cst
 
@@ -12,10 +12,13 @@ from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo, Parent
 from fusionlint.analysis.names import resolve
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.analysis.tensors import TensorFacts
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Applicability
 
 if TYPE_CHECKING:  # pragma: no cover
     from fusionlint.rule import Rule
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class RuleContext:
         self._parents: ParentLink = None
         self._rule: Optional["Rule"] = None
         self._node: Optional[cst.CSTNode] = None
+        self._memo: dict = {}
 
     # set by the engine before each handler call
     def _point(self, rule: "Rule", node: cst.CSTNode, function, cls, parents: ParentLink) -> None:
@@ -146,6 +150,26 @@ class RuleContext:
         if fn._bindings is None:
             fn._bindings = bindings(fn.node)
         return fn._bindings  # type: ignore[return-value]
+
+    def memo(self, key, compute: Callable[[], _T]) -> _T:
+        """Per-file cache shared by every rule: ``compute()`` runs once per ``key`` in this file
+        (e.g. ``("weak-params", id(fn.node))``). Only for facts that depend on the file alone."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
+
+    def nodes(self, kind: type) -> list:
+        """Every node of exactly type ``kind`` in the file (nested defs included), in walk order: the
+        engine's records when its one traversal kept that type, else one walk over the module."""
+        records = self.file.records.get(kind.__name__)
+        if records is not None:
+            return [rec.node for rec in records]
+        return self.memo(
+            ("nodes", kind),
+            lambda: [n for n in iter_nodes(self.module, (kind,), into_nested_defs=True) if type(n) is kind],
+        )
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         facts = self.facts()

@@ -1,0 +1,164 @@
+"""The unsafe fix FL201 and FL203 offer: keep a Python-number attribute in a non-persistent buffer
+(``self.register_buffer(name, torch.tensor(v), persistent=False)``) and rewrite every write to an
+in-place update (``*=`` -> ``.mul_()``, ``=`` -> ``.fill_()``), when no read changes meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.analysis.attributes import (
+    Writes,
+    class_reads,
+    classify_use,
+    code_of,
+    file_facts,
+    init_writes,
+    scalar_kind,
+    walk_with_parents,
+    write_target,
+)
+from fusionlint.analysis.walk import iter_nodes
+from fusionlint.rule import Applicability
+
+_AUG_METHODS = {cst.AddAssign: "add_", cst.SubtractAssign: "sub_", cst.MultiplyAssign: "mul_", cst.DivideAssign: "div_"}
+
+
+def _simple_rhs(expr: cst.BaseExpression, allow_float: bool) -> bool:
+    """Numbers, names, attributes and arithmetic on them: safe as an argument of fill_/mul_/add_."""
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, cst.Float):
+        return allow_float
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return allow_float  # a name's type is unknown: an int buffer must not swallow a float
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _simple_rhs(expr.expression, allow_float)
+    if isinstance(expr, cst.BinaryOperation):
+        if not allow_float and isinstance(expr.operator, (cst.Divide, cst.Power)):
+            return False
+        if isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)):
+            return _simple_rhs(expr.left, allow_float) and _simple_rhs(expr.right, allow_float)
+    return False
+
+
+def _int_rhs(expr: cst.BaseExpression, target_text: str) -> bool:
+    """For an int buffer: integer literals and the attribute itself, + - * only."""
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return code_of(expr) == target_text
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _int_rhs(expr.expression, target_text)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply)):
+        return _int_rhs(expr.left, target_text) and _int_rhs(expr.right, target_text)
+    return False
+
+
+def _rewrite_write(stmt: cst.CSTNode, kind: str) -> Optional[str]:
+    """``self.t *= 0.9`` -> ``self.t.mul_(0.9)``; ``self.t = v`` -> ``self.t.fill_(v)``; None if unsafe."""
+    if getattr(stmt, "semicolon", cst.MaybeSentinel.DEFAULT) is not cst.MaybeSentinel.DEFAULT:
+        return None
+    target = write_target(stmt)
+    if target is None:
+        return None
+    target_text = code_of(target)
+    if isinstance(stmt, cst.AugAssign):
+        method = _AUG_METHODS.get(type(stmt.operator))
+        if method is None or (kind == "int" and method == "div_"):
+            return None
+        ok = _int_rhs(stmt.value, target_text) if kind == "int" else _simple_rhs(stmt.value, True)
+        return f"{target_text}.{method}({code_of(stmt.value).strip()})" if ok else None
+    if isinstance(stmt, cst.Assign):
+        value = stmt.value
+        ok = _int_rhs(value, target_text) if kind == "int" else _simple_rhs(value, True)
+        return f"{target_text}.fill_({code_of(value).strip()})" if ok else None
+    return None
+
+
+def _inside(node: cst.CSTNode, parents: tuple, stmts: list[cst.CSTNode]) -> bool:
+    ids = {id(s) for s in stmts}
+    return any(id(p) in ids for p in parents)
+
+
+def _super_init_before(init_fn: cst.FunctionDef, stmt: cst.CSTNode) -> bool:
+    body = init_fn.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    for line in body.body:
+        if any(n is stmt for n in iter_nodes(line, (type(stmt),), into_nested_defs=False)) or line is stmt:
+            return False
+        if "__init__(" in code_of(line):
+            return True
+    return False
+
+
+def buffer_fix(ctx, cls, attr: str, writes: Writes, *, allow_compiled_writes: bool, title: str):
+    """The unsafe buffer fix for ``self.attr``, or None when it could change the program's meaning."""
+    if cls is None or cls.kind != "module" or writes.other_files:
+        return None
+    torch_name = ctx.alias_for("torch")
+    if torch_name is None:
+        return None
+    kind = scalar_kind(cls, attr)
+    if kind is None:
+        return None
+    inits = init_writes(cls, attr)
+    init_fn = cls.methods.get("__init__")
+    if len(inits) != 1 or init_fn is None:
+        return None
+    init = inits[0]
+    if not isinstance(init, (cst.Assign, cst.AnnAssign)) or init.value is None or write_target(init) is None:
+        return None
+    if getattr(init, "semicolon", cst.MaybeSentinel.DEFAULT) is not cst.MaybeSentinel.DEFAULT:
+        return None
+    if not _super_init_before(init_fn.node, init):
+        return None
+    value = init.value
+    if isinstance(value, cst.Name):
+        if kind != "float":
+            return None
+        value_text = f"float({value.value})"
+    else:
+        value_text = code_of(value).strip()
+    edits = [ctx.replace(init, f'self.register_buffer("{attr}", {torch_name}.tensor({value_text}), persistent=False)')]
+    write_stmts: list[cst.CSTNode] = []
+    for method, stmt, compiled in writes.in_class:
+        if compiled and not allow_compiled_writes:
+            return None
+        text = _rewrite_write(stmt, kind)
+        if text is None:
+            return None
+        edits.append(ctx.replace(stmt, text))
+        write_stmts.append(stmt)
+    for stmt in writes.same_file:
+        text = _rewrite_write(stmt, kind)
+        if text is None:
+            return None
+        edits.append(ctx.replace(stmt, text))
+        write_stmts.append(stmt)
+    facts = file_facts(ctx)
+    if attr in facts.unparsed_targets:
+        return None
+    # Every read must keep its meaning with a 0-d tensor: in compiled code as a tensor operand /
+    # clamp bound / pow exponent..., or inside the right-hand side of a write we rewrite.
+    for node, parents, fn in class_reads(ctx, cls, attr):
+        if _inside(node, parents, write_stmts):
+            continue
+        if fn is None or not fn.compiled:
+            return None
+        facts_fn = ctx.facts(fn)
+        use = classify_use(node, parents, facts_fn.is_tensor, ctx.qualname)
+        if use is None or not use.fixable:
+            return None
+    # reads of `model.attr` elsewhere in this file (a training loop printing it...) would see a tensor
+    read_ids = {id(n) for n in facts.reads.get(attr, ())}
+    all_reads = walk_with_parents(ctx.module, lambda n: id(n) in read_ids) if read_ids else []
+    for node, parents, _ in all_reads:
+        if not _inside(node, parents, write_stmts):
+            return None
+    return ctx.fix(Applicability.UNSAFE, *edits, title=title)
+
+

@@ -1,0 +1,228 @@
+"""Ops whose output size depends on tensor values: the check FL103 reports in compiled code and FL108
+inside ``autograd.Function`` bodies (one construct gives one finding: FL103 skips those bodies).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.analysis.judge import Found, TensorJudge, short, source
+from fusionlint.analysis.scope import function_nodes
+
+# op -> hint; every one measured on torch 2.13.0+cpu as GB0036 "Dynamic shape operator".
+_SHAPE_OPS = {
+    "nonzero": "`(mask).sum()` for a count, `torch.where(mask, x, 0)` to keep the shape",
+    "argwhere": "`torch.where(mask, x, 0)` to keep the shape",
+    "masked_select": "`torch.where(mask, x, 0)` (or `masked_fill`) and reduce over the fixed shape",
+    "unique": "a fixed-size encoding (one-hot / `scatter` over a known range)",
+    "unique_consecutive": "a fixed-size encoding over a known range",
+    "bincount": "`torch.zeros(n).scatter_add_(...)` or `one_hot(...).sum(0)` with a known `n`",
+}
+# Factories whose size arguments a tensor may fill: measured GB0033 when one is a 0-d tensor.
+# name -> (positional indexes holding sizes, keyword names); None = every positional argument.
+_FACTORIES: dict[str, tuple[Optional[tuple[int, ...]], tuple[str, ...]]] = {
+    "arange": (None, ("start", "end", "step")),
+    "zeros": (None, ("size",)),
+    "ones": (None, ("size",)),
+    "empty": (None, ("size",)),
+    "rand": (None, ("size",)),
+    "randn": (None, ("size",)),
+    "full": ((0,), ("size",)),
+    "linspace": ((2,), ("steps",)),
+}
+_NEW_FACTORIES: dict[str, tuple[Optional[tuple[int, ...]], tuple[str, ...]]] = {
+    "new_zeros": (None, ("size",)),
+    "new_ones": (None, ("size",)),
+    "new_empty": (None, ("size",)),
+    "new_full": ((0,), ("size",)),
+}
+# Calls that produce a bool tensor from a tensor.
+_BOOL_TORCH = frozenset(
+    "isnan isinf isfinite isneginf isposinf isreal isclose isin signbit logical_and logical_or logical_not "
+    "logical_xor eq ne gt lt ge le greater less greater_equal less_equal not_equal".split()
+)
+_BOOL_METHODS = _BOOL_TORCH | {"bool"}
+
+
+class ShapeChecker:
+    """Finds value-dependent output shapes; FL103 reports them outside autograd.Function bodies."""
+
+    def __init__(self) -> None:
+        self.judge = TensorJudge()
+
+    # -- calls ----------------------------------------------------------------------------------
+    def check_Call(self, node: cst.Call, ctx) -> list[Found]:
+        func = node.func
+        qual = ctx.qualname(func) or ""
+        op: Optional[str] = None
+        method = False
+        if qual.startswith("torch.") and qual.count(".") == 1:
+            op = qual[len("torch."):]
+        elif isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            if not qual.startswith("torch.") and self.judge.receiver(func.value, func.attr.value, ctx):
+                op, method = func.attr.value, True
+        if op is None:
+            return []
+        text = short(source(ctx, node))
+        if op in _SHAPE_OPS:
+            return [(node, self._shape_message(op, text), None)]
+        if op == "where" and not method and len(node.args) == 1 and node.args[0].keyword is None:
+            return [(node, self._shape_message("where", text), None)]
+        if op == "repeat_interleave":
+            return self._repeat_interleave(node, method, text, ctx)
+        table = _NEW_FACTORIES if method else _FACTORIES
+        if op in table:
+            sized = self._tensor_size(node, *table[op], ctx)
+            if sized is not None:
+                return [
+                    (
+                        node,
+                        f"`{text}` is sized by a tensor value (`{short(source(ctx, sized))}`): Dynamo reads it on the "
+                        "host: graph break (GB0033) and a host sync; size it from shapes (`x.shape[0]`) or allocate "
+                        "the maximum size and mask",
+                        None,
+                    )
+                ]
+        return []
+
+    @staticmethod
+    def _shape_message(op: str, text: str) -> str:
+        hint = _SHAPE_OPS.get(op, _SHAPE_OPS["nonzero"])
+        return f"`{text}` returns a tensor whose size depends on the data: graph break (GB0036) and a host sync; use {hint}"
+
+    def _repeat_interleave(self, node: cst.Call, method: bool, text: str, ctx) -> list[Found]:
+        if any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args):
+            return []
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        keyword = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        if method:
+            repeats = positional[0] if positional else keyword.get("repeats")
+        elif len(positional) == 1 and not keyword:
+            repeats = positional[0]  # torch.repeat_interleave(repeats): the index form
+        else:
+            repeats = positional[1] if len(positional) > 1 else keyword.get("repeats")
+        if repeats is None or not self.judge.strong(repeats, ctx):
+            return []
+        return [
+            (
+                node,
+                f"`{text}` with tensor `repeats` and no `output_size` has a data-dependent size: graph break "
+                "(GB0036) and a host sync; pass `output_size=` when the total is known",
+                None,
+            )
+        ]
+
+    def _tensor_size(self, node: cst.Call, positions, keywords, ctx) -> Optional[cst.BaseExpression]:
+        candidates: list[cst.BaseExpression] = []
+        positional = [a for a in node.args if a.keyword is None]
+        for i, arg in enumerate(positional):
+            if arg.star:
+                return None
+            if positions is None or i in positions:
+                candidates.append(arg.value)
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in keywords:
+                candidates.append(arg.value)
+        for cand in candidates:
+            parts = [e.value for e in cand.elements] if isinstance(cand, (cst.Tuple, cst.List)) else [cand]
+            for part in parts:
+                if self.judge.strong(part, ctx):
+                    return part
+        return None
+
+    # -- boolean-mask indexing ----------------------------------------------------------------------
+    def check_Subscript(self, node: cst.Subscript, ctx) -> list[Found]:
+        parent = ctx.parent
+        if isinstance(parent, cst.AssignTarget) and parent.target is node:
+            return []  # `h[mask] = v` is a masked write (index_put): measured no break
+        if isinstance(parent, cst.Del):
+            return []
+        if not ctx.is_tensor(node.value):
+            return []
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and self.bool_mask(index.value, node.value, ctx):
+                return [
+                    (
+                        node,
+                        f"boolean-mask indexing `{short(source(ctx, node))}` returns a tensor whose size depends on the "
+                        "data: graph break (GB0036) and a host sync (aten::nonzero); keep the shape with "
+                        "`torch.where(mask, x, 0)` / `masked_fill` and reduce",
+                        None,
+                    )
+                ]
+        return []
+
+    def bool_mask(self, expr: cst.BaseExpression, indexed: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+        """Is ``expr`` surely a bool tensor (a comparison on tensors, isnan(), ~m, m & n, a name bound to one)?"""
+        if depth > 4:
+            return False
+        judge = self.judge
+        if isinstance(expr, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return False
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            same = ctx.code(indexed).strip()
+            return any(judge.strong(o, ctx) or (ctx.is_tensor(o) and ctx.code(o).strip() == same) for o in operands)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            return self.bool_mask(expr.expression, indexed, ctx, depth + 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self.bool_mask(expr.left, indexed, ctx, depth + 1) and self.bool_mask(expr.right, indexed, ctx, depth + 1)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qual = ctx.qualname(func) or ""
+            if qual.startswith("torch.") and qual.count(".") == 1 and qual[6:] in _BOOL_TORCH:
+                return True
+            if isinstance(func, cst.Attribute) and func.attr.value in _BOOL_METHODS:
+                return judge.receiver(func.value, func.attr.value, ctx) and not qual.startswith("torch.")
+            if isinstance(func, cst.Attribute) and func.attr.value in ("to", "type") and len(expr.args) == 1:
+                return ctx.qualname(expr.args[0].value) == "torch.bool" and judge.receiver(func.value, "bool", ctx)
+            return False
+        if isinstance(expr, cst.Name):
+            bound = self._bindings(ctx).get(expr.value)
+            return bool(bound) and all(self.bool_mask(v, indexed, ctx, depth + 1) for v in bound)
+        return False
+
+    def _bindings(self, ctx) -> dict[str, list[cst.BaseExpression]]:
+        """name -> values assigned to it in the current function (None marks a non-plain binding)."""
+        fn = ctx.function
+        if fn is None:
+            return {}
+        return ctx.memo(("plain-bindings", id(fn.node)), lambda: _plain_bindings(fn.node))
+
+
+def _plain_bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    found: dict[str, list] = {}
+    params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
+    for p in params:
+        found.setdefault(p.name.value, []).append(cst.Name("__param__"))  # never a known bool mask
+
+    def _opaque(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            found.setdefault(target.value, []).append(cst.Name("__opaque__"))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                _opaque(e.value)
+        elif isinstance(target, cst.StarredElement):
+            _opaque(target.value)
+
+    for node in function_nodes(fn, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr)):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    found.setdefault(target.target.value, []).append(node.value)
+                else:
+                    _opaque(target.target)
+        elif isinstance(node, cst.AnnAssign):
+            if isinstance(node.target, cst.Name) and node.value is not None:
+                found.setdefault(node.target.value, []).append(node.value)
+            else:
+                _opaque(node.target)
+        elif isinstance(node, cst.NamedExpr):
+            if isinstance(node.target, cst.Name):
+                found.setdefault(node.target.value, []).append(node.value)
+        else:  # AugAssign, For
+            _opaque(node.target)
+    return found

@@ -1,0 +1,100 @@
+"""In-place writes: which tensor methods write elements, which expressions are parameters, and the
+``with torch.no_grad():`` rewrite. Shared by FL401, FL402, FL403 and FL405.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.analysis.walk import iter_nodes
+
+# In-place methods that change metadata or bookkeeping, not the elements.
+_NOT_WRITES = frozenset(
+    {"requires_grad_", "retain_grad_", "share_memory_", "detach_", "set_", "resize_", "resize_as_", "rename_",
+     "unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_", "as_strided_", "record_stream_",
+     "untyped_storage_"}
+)
+_PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
+
+
+def is_inplace_write(method: str) -> bool:
+    """``add_``, ``fill_``, ``clamp_``...: a tensor method that writes elements in place."""
+    return method.endswith("_") and not method.endswith("__") and not method.startswith("_") and method not in _NOT_WRITES
+
+
+def param_loop_names(fn: cst.FunctionDef) -> set[str]:
+    """Names bound by ``for p in self.parameters()`` / ``for n, p in self.<sub>.named_parameters()``."""
+    found: set[str] = set()
+    for node in iter_nodes(fn, (cst.For,), into_nested_defs=True):
+        it = node.iter
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute)):
+            continue
+        if it.func.attr.value not in _PARAM_ITERATORS:
+            continue
+        root = it.func.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not (isinstance(root, cst.Name) and root.value == "self"):
+            continue
+        target = node.target
+        if it.func.attr.value == "named_parameters":
+            if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                target = target.elements[1].value
+            else:
+                continue
+        if isinstance(target, cst.Name):
+            found.add(target.value)
+    return found
+
+
+def param_loops(ctx) -> set[str]:
+    """``param_loop_names`` of the current function (computed once per function)."""
+    fn = ctx.function
+    if fn is None:
+        return set()
+    return ctx.memo(("param-loops", id(fn.node)), lambda: param_loop_names(fn.node))
+
+
+def is_parameter(expr: cst.BaseExpression, ctx, loop_names: set[str]) -> bool:
+    """``self.<param>``, ``self.<submodule>.weight/bias`` or a loop variable over ``self.parameters()``."""
+    if isinstance(expr, cst.Name):
+        return expr.value in loop_names
+    if not isinstance(expr, cst.Attribute):
+        return False
+    cls = ctx.cls
+    if cls is None:
+        return False
+    base = expr.value
+    if isinstance(base, cst.Name) and base.value == "self":
+        return expr.attr.value in cls.params
+    if (
+        expr.attr.value in ("weight", "bias")
+        and isinstance(base, cst.Attribute)
+        and isinstance(base.value, cst.Name)
+        and base.value.value == "self"
+    ):
+        return base.attr.value in cls.submodules
+    return False
+
+
+def no_grad_wrap(ctx, node: cst.CSTNode, statement: str) -> Optional[str]:
+    """``with torch.no_grad():`` + ``statement`` on the next line, for replacing ``node`` when it is the only
+    small statement of its line (None otherwise, or when torch is not imported as a module)."""
+    torch_name = ctx.alias_for("torch")
+    if torch_name is None:
+        return None
+    parents = ctx.parents
+    if isinstance(node, cst.BaseSmallStatement):
+        owner, rest = node, parents
+    elif parents and isinstance(parents[0], cst.Expr) and parents[0].value is node:
+        owner, rest = parents[0], parents[1:]
+    else:
+        return None  # an expression inside a larger statement: no statement to wrap
+    if not rest or not isinstance(rest[0], cst.SimpleStatementLine):
+        return None  # `if c: p.data.zero_()` on one line
+    if len(rest[0].body) != 1 or rest[0].body[0] is not owner:
+        return None
+    unit = ctx.module.default_indent
+    return f"with {torch_name}.no_grad():\n{ctx.indent()}{unit}{statement}"
