@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fusionlint.analysis.bindings import sole_value
 from fusionlint.rule import Effect, Invalid, Rule
 
 _METHODS = {"item": "GB0124", "tolist": "GB0109"}
@@ -32,7 +33,8 @@ class TensorToPython(Rule):
     docs = """
 ## What it does
 Flags code traced by `torch.compile` that turns a tensor into a Python number or list:
-`t.item()`, `t.tolist()`, `float(t)`, `int(t)`, `bool(t)`.
+`t.item()`, `t.tolist()`, `float(t)`, `int(t)`, `bool(t)` (also inside `range(int(t))`), and the same
+on a numpy value taken from a tensor: `float(t.numpy().mean())`, `t.cpu().numpy().tolist()`.
 
 ## Why is this bad?
 A Python number does not exist until the tensor's value has been computed, so Dynamo must stop
@@ -43,6 +45,12 @@ recompiles instead of 1 on a second input shape. On an H200 with torch 2.11 the 
 triggers 1 host sync (sync-debug warning) and 1 device-to-host copy per forward. If the
 value changes between calls and ends up in a guard, every call recompiles until
 `recompile_limit` (8) and then the frame runs eagerly.
+
+`.numpy()` alone is traced (torch 2.13 compiles numpy calls through `torch._numpy`), but taking a
+Python value from the result breaks too. Measured with torch 2.13.0 on CPU: `float(h.numpy().mean())`,
+`int(h.numpy().argmax())`, `bool(h.numpy().any())` and `h.cpu().numpy().max().item()` each gave 1
+graph break (GB0033, 2 compiled regions); `h.numpy().tolist()` gave GB0109; `range(int(n))` with a
+tensor `n` gave GB0124.
 
 Note: `fullgraph=True` no longer rejects `.item()` (torch 2.11+/2.13 capture scalar outputs
 there), but the host sync stays for most uses; a finding here is still a real cost.
@@ -81,6 +89,10 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
         # int() of a size() result is a shape, not a tensor value
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, scale: float = 2.0):\n        return x * float(scale) + int(x.size(1))\n",
+        # numpy of something that is not a tensor; .numpy() kept as an array (traced, no break)
+        "import numpy as np\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, h, table=None):\n        w = torch.from_numpy(np.tanh(h.numpy()))\n"
+        "        k = float(np.float32(2.0).item())\n        return h * w * k\n",
         # bool() of a None check
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, x, mask=None):\n        if bool(mask is None):\n            return x\n        return x * mask\n",
@@ -119,6 +131,12 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
             "import torch\n\n@torch.compile\ndef f(x):\n    return [v * 2 for v in x.tolist()]\n",
             line=5,
         ),
+        # a Python value from a numpy view of a tensor
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, h):\n        a = h.detach().cpu().numpy()\n        return h * float(a.mean())\n",
+            line=6,
+        ),
         # reached through a helper method: reported with the chain
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
@@ -136,6 +154,14 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _METHODS and not node.args:
             receiver = func.value
+            if _numpy_of_tensor(receiver, ctx):
+                gb = "GB0109" if func.attr.value == "tolist" else "GB0033"
+                ctx.report(
+                    node,
+                    f"`.{func.attr.value}()` of a numpy value taken from a tensor (`.numpy()`) inside compiled "
+                    f"code: graph break ({gb})",
+                )
+                return
             qual = ctx.qualname(receiver) or ""
             if qual.startswith(("numpy", "np.", "math.")) or isinstance(receiver, (cst.Integer, cst.Float)):
                 return
@@ -156,3 +182,39 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
                     f"`{func.value}()` of a tensor reads its value on the host inside compiled code: "
                     "graph break (GB0124) and a host sync",
                 )
+            elif _numpy_of_tensor(node.args[0].value, ctx):
+                ctx.report(
+                    node,
+                    f"`{func.value}()` of a numpy value taken from a tensor (`.numpy()`) inside compiled code: "
+                    "graph break (GB0033)",
+                )
+
+
+# numpy results that are still arrays (so `.numpy()` stays traced until a Python value is taken)
+_NUMPY_CHAIN = frozenset(
+    {"mean", "sum", "max", "min", "argmax", "argmin", "any", "all", "std", "var", "prod", "abs", "round",
+     "astype", "copy", "reshape", "flatten", "ravel", "squeeze", "clip", "cumsum", "T"}
+)
+
+
+def _numpy_of_tensor(expr: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """``t.numpy()`` / ``t.cpu().numpy().mean()`` / a name bound once to one, where ``t`` is a tensor.
+
+    Measured on torch 2.13.0 CPU: `.numpy()` itself is traced (torch._numpy), but `float()`, `int()`,
+    `bool()`, `.item()` of the result break the graph (GB0033) and `.tolist()` breaks (GB0109).
+    """
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Name):
+        value = sole_value(ctx.bindings(), expr.value)
+        return value is not None and _numpy_of_tensor(value, ctx, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _numpy_of_tensor(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "T":
+        return _numpy_of_tensor(expr.value, ctx, depth + 1)
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+        return False
+    method = expr.func.attr.value
+    if method == "numpy" and not expr.args:
+        return ctx.is_tensor(expr.func.value)
+    return method in _NUMPY_CHAIN and _numpy_of_tensor(expr.func.value, ctx, depth + 1)

@@ -36,16 +36,29 @@ def _fields(kind: type) -> tuple[str, ...]:
     return names
 
 
+# isinstance() against libcst's abstract CSTNode goes through ABCMeta and was the walk's largest
+# cost; the answer depends only on the value's type, so remember it per type.
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
 def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Code-bearing children of ``node`` in field order (source order for almost every node)."""
     for name in _fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
+        kind = type(value)
+        if kind is tuple or kind is list:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(type(item)):
                     yield item
+        elif _is_node(kind):
+            yield value
 
 
 def walk(
