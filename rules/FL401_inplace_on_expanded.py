@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.inplace import is_inplace_write
+from fusionlint.analysis.inplace import AUG_OPS, inplace_call_target, out_of_place_call
 from fusionlint.analysis.scope import names_always_bound_to
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
 
@@ -25,10 +25,6 @@ _FIXABLE = frozenset(
 _EAGER_OK = frozenset({"fill_", "zero_"})
 # Measured: these raise in both modes (fake-tensor check at compile time).
 _RAISE_BOTH = frozenset({"clamp_", "copy_"})
-_AUG_OPS = {
-    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
-    cst.FloorDivideAssign: "//", cst.ModuloAssign: "%", cst.PowerAssign: "**",
-}
 
 
 def _expand_call(expr: cst.BaseExpression, qualname) -> Optional[str]:
@@ -167,24 +163,15 @@ which scatters the update once per aliasing element. No graph-break id (nothing 
         return None
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute):
+        written = inplace_call_target(node, ctx)
+        if written is None:
             return
-        method = func.attr.value
-        if not is_inplace_write(method):
-            return
-        qual = ctx.qualname(func) or ""
-        if qual.startswith("torch.") and qual.count(".") == 1:  # torch.relu_(y, ...)
-            if not node.args or node.args[0].keyword is not None:
-                return
-            target = node.args[0].value
-            op = self._expanded(target, ctx)
-            if op is not None:
-                ctx.report(node, self._msg(f"`{qual}`", op))
-            return
-        target = func.value
+        target, method, is_method = written
         op = self._expanded(target, ctx)
         if op is None:
+            return
+        if not is_method:  # torch.relu_(y, ...)
+            ctx.report(node, self._msg(f"`{method}`", op))
             return
         fix = None
         parent = ctx.parent
@@ -194,10 +181,9 @@ which scatters the update once per aliasing element. No graph-break id (nothing 
             and isinstance(parent, cst.Expr)
             and parent.value is node
         ):
-            name = target.value
             fix = ctx.fix(
                 Applicability.UNSAFE,
-                ctx.replace(node, f"{name} = {name}.{method[:-1]}({_args_code(node, ctx)})"),
+                ctx.replace(node, out_of_place_call(node, target.value, method, ctx)),
                 title=f"Use the out-of-place `.{method[:-1]}()`",
             )
         ctx.report(node, self._msg(f"`.{method}()`", op), fix=fix)
@@ -209,7 +195,7 @@ which scatters the update once per aliasing element. No graph-break id (nothing 
         op = self._expanded(target, ctx)
         if op is None:
             return
-        symbol = _AUG_OPS.get(type(node.operator))
+        symbol = AUG_OPS.get(type(node.operator))
         fix = None
         if symbol is not None:
             fix = ctx.fix(
@@ -231,5 +217,3 @@ which scatters the update once per aliasing element. No graph-break id (nothing 
         return f"{what} writes in place through a `{op}` view whose elements share memory: {effect}"
 
 
-def _args_code(call: cst.Call, ctx) -> str:
-    return ", ".join(ctx.code(a).strip().rstrip(",").strip() for a in call.args)

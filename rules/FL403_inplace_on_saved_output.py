@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.inplace import is_inplace_write
+from fusionlint.analysis.inplace import AUG_OPS, inplace_call_target, out_of_place_call
 from fusionlint.analysis.scope import names_always_bound_to
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
 
@@ -24,10 +24,8 @@ _FIXABLE = frozenset(
     {"add_", "sub_", "mul_", "div_", "clamp_", "clamp_min_", "clamp_max_", "clip_", "pow_", "neg_", "masked_fill_",
      "addcmul_", "lerp_", "exp_", "log_", "abs_", "relu_", "sigmoid_", "tanh_"}
 )
-_AUG_OPS = {
-    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
-    cst.PowerAssign: "**",
-}
+# Augmented assignments that get the out-of-place fix.
+_FIXABLE_AUG = frozenset({cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.PowerAssign})
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled"})
 
 
@@ -174,32 +172,22 @@ stops writing into any other alias of `y`.
 
     # -- handlers --------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute):
+        written = inplace_call_target(node, ctx)
+        if written is None:
             return
-        method = func.attr.value
-        if not is_inplace_write(method):
-            return
-        qual = ctx.qualname(func) or ""
-        if qual.startswith("torch.") and qual.count(".") == 1:  # torch.clamp_(y, ...)
-            if not node.args or node.args[0].keyword is not None:
-                return
-            target = node.args[0].value
-            op = self._saved(target, ctx)
-            if op is not None and not self._no_grad(ctx):
-                ctx.report(node, self._msg(ctx.code(target), op, f"`{qual}`"))
-            return
-        target = func.value
+        target, method, is_method = written
         op = self._saved(target, ctx)
         if op is None or self._no_grad(ctx):
+            return
+        if not is_method:  # torch.clamp_(y, ...)
+            ctx.report(node, self._msg(ctx.code(target), op, f"`{method}`"))
             return
         fix = None
         parent = ctx.parent
         if method in _FIXABLE and isinstance(parent, cst.Expr) and parent.value is node:
-            name = ctx.code(target)
-            args = ", ".join(ctx.code(a).strip().rstrip(",").strip() for a in node.args)
             fix = ctx.fix(
-                Applicability.UNSAFE, ctx.replace(node, f"{name} = {name}.{method[:-1]}({args})"),
+                Applicability.UNSAFE,
+                ctx.replace(node, out_of_place_call(node, ctx.code(target), method, ctx)),
                 title=f"Use the out-of-place `.{method[:-1]}()`",
             )
         ctx.report(node, self._msg(ctx.code(target), op, f"`.{method}()`"), fix=fix)
@@ -209,7 +197,7 @@ stops writing into any other alias of `y`.
         if op is None or self._no_grad(ctx):
             return
         name = ctx.code(node.target)
-        symbol = _AUG_OPS.get(type(node.operator))
+        symbol = AUG_OPS.get(type(node.operator)) if type(node.operator) in _FIXABLE_AUG else None
         fix = None
         if symbol is not None:
             fix = ctx.fix(

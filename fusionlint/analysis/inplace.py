@@ -98,3 +98,30 @@ def no_grad_wrap(ctx, node: cst.CSTNode, statement: str) -> Optional[str]:
         return None
     unit = ctx.module.default_indent
     return f"with {torch_name}.no_grad():\n{ctx.indent()}{unit}{statement}"
+
+
+# `y op= v` -> `y = y op v`: the out-of-place spelling of each augmented assignment.
+AUG_OPS = {
+    cst.AddAssign: "+", cst.SubtractAssign: "-", cst.MultiplyAssign: "*", cst.DivideAssign: "/",
+    cst.FloorDivideAssign: "//", cst.ModuloAssign: "%", cst.PowerAssign: "**",
+}
+
+
+def inplace_call_target(node: cst.Call, ctx) -> Optional[tuple[cst.BaseExpression, str, bool]]:
+    """The tensor an in-place call writes: ``y.add_(1)`` -> (y, "add_", True);
+    ``torch.relu_(y)`` -> (y, "torch.relu_", False); anything else -> None."""
+    func = node.func
+    if not isinstance(func, cst.Attribute) or not is_inplace_write(func.attr.value):
+        return None
+    qual = ctx.qualname(func) or ""
+    if qual.startswith("torch.") and qual.count(".") == 1:
+        if not node.args or node.args[0].keyword is not None:
+            return None
+        return node.args[0].value, qual, False
+    return func.value, func.attr.value, True
+
+
+def out_of_place_call(node: cst.Call, name: str, method: str, ctx) -> str:
+    """``name.add_(1, alpha=2)`` rewritten as ``name = name.add(1, alpha=2)``."""
+    args = ", ".join(ctx.code(a).strip().rstrip(",").strip() for a in node.args)
+    return f"{name} = {name}.{method[:-1]}({args})"
