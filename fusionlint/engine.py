@@ -97,7 +97,7 @@ class Engine:
             seen.add(key)
             fix = None
             if report.fix is not None:
-                edits = tuple(_edit(positions, e) for e in report.fix.edits)
+                edits = tuple(_edit(module, positions, e) for e in report.fix.edits)
                 fix = Fix(report.fix.applicability, edits, report.fix.title)
             findings.append(
                 Finding(
@@ -136,12 +136,15 @@ def _syntax_error(source: str, path: str, exc: cst.ParserSyntaxError) -> FileErr
     )
 
 
-def _edit(positions, edit: NodeEdit) -> Edit:
+def _edit(module: cst.Module, positions, edit: NodeEdit) -> Edit:
     rng = positions[edit.node]
     start = (rng.start.line, rng.start.column + 1)
     end = (rng.end.line, rng.end.column + 1)
+    original: Optional[str] = ""
     if edit.where == "before":
         end = start
     elif edit.where == "after":
         start = end
-    return Edit(start[0], start[1], end[0], end[1], edit.text)
+    else:
+        original = module.code_for_node(edit.node)
+    return Edit(start[0], start[1], end[0], end[1], edit.text, original)

@@ -8,12 +8,15 @@ Three jobs, all free of torch and libcst:
 * ``read_source``: bytes -> text the way the Python interpreter itself would decode them
   (PEP 263 cookie, UTF-8 BOM), turning every way that can fail into a ``SourceError`` with a
   message a user can act on, never a traceback.
-* ``atomic_write``: replace a file so a crash or Ctrl-C mid-write never leaves it truncated.
+* ``atomic_write``: replace a file so a crash or Ctrl-C mid-write never leaves it truncated
+  (reports, outputs); ``write_fixed``: write a fix back only if the file is still what was read,
+  keeping its owner, mode and hard links.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
 import os
 import re
@@ -478,6 +481,105 @@ def display_path(path: Path, root: Path) -> str:
     return rel if rel is not None else Path(path).as_posix()
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What a file was when it was read; a fix is written only if the file is still exactly that."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    digest: str
+
+    @classmethod
+    def take(cls, path: PathLike) -> "Snapshot":
+        """Raises OSError when the file cannot be read."""
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            digest = hashlib.sha256(fh.read()).hexdigest()
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, digest)
+
+
+class WriteRefused(Exception):
+    """A fixed file that must not be written (it changed, is read-only, lies outside the project)."""
+
+
+def write_fixed(path: Path, text: str, *, encoding: str, expected: Snapshot) -> None:
+    """Write a fixed file back, but only if it is still what was read, and keep what it was.
+
+    Refuses (``WriteRefused``) a file that changed or vanished since it was read (a deleted file is
+    never re-created) and a read-only one. Owner, group, mode and hard links are kept: the new text
+    replaces the file atomically when that keeps all of them, and is written in place otherwise (a
+    file with several hard links, or owned by someone this process cannot hand a new file to).
+    """
+    target = Path(os.path.realpath(path))
+    data = text.encode(encoding)  # before anything is touched: an unencodable fix changes nothing
+    try:
+        now = Snapshot.take(target)
+        st = os.stat(target)
+    except FileNotFoundError:
+        raise WriteRefused("file was deleted after it was read; not re-created") from None
+    except OSError as exc:
+        raise WriteRefused(f"cannot re-read file before writing: {exc.strerror or exc}") from None
+    if now != expected:
+        raise WriteRefused("file changed on disk after it was read; not fixed (run again)")
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise WriteRefused("file is read-only; not fixed")
+    if st.st_nlink > 1 or not _replace_keeping_owner(target, data, st):
+        _write_in_place(target, data)
+
+
+def _replace_keeping_owner(target: Path, data: bytes, st: os.stat_result) -> bool:
+    """Atomic replace with the old file's mode, owner and group; False when the owner cannot be kept."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except PermissionError:
+                os.unlink(tmp)
+                return False
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(target.parent)
+    return True
+
+
+def _write_in_place(target: Path, data: bytes) -> None:
+    # Keeps the inode (and so every hard link, the owner and any ACL); not atomic, so it is only used
+    # when an atomic replace would lose one of those.
+    with open(target, "r+b") as fh:
+        fh.write(data)
+        fh.truncate()
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename durable; best effort, some filesystems refuse."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
 def atomic_write(path: Path, text: str, *, encoding: str = "utf-8") -> None:
     """Replace ``path`` with ``text`` so readers see the old or the new file, never half of one.
 
@@ -505,15 +607,4 @@ def atomic_write(path: Path, text: str, *, encoding: str = "utf-8") -> None:
         except OSError:
             pass
         raise
-    if hasattr(os, "O_DIRECTORY"):
-        # Make the rename itself durable; best effort, some filesystems refuse.
-        try:
-            dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            return
-        try:
-            os.fsync(dir_fd)
-        except OSError:
-            pass
-        finally:
-            os.close(dir_fd)
+    _fsync_dir(target.parent)

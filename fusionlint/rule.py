@@ -46,7 +46,9 @@ class Edit:
     """Replace the text between two 1-based (line, column) positions; end is exclusive.
 
     Columns count Unicode code points, like libcst and SARIF's ``unicodeCodePoints``.
-    An insertion has start == end.
+    An insertion has start == end. ``original`` is the source of the node the edit replaces, as
+    libcst rendered it when the fix was computed: applying the edit checks that the range still
+    holds it, so a wrong position can never overwrite unrelated code. None: not checked.
     """
 
     line: int
@@ -54,6 +56,7 @@ class Edit:
     end_line: int
     end_column: int
     content: str
+    original: Optional[str] = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -11,7 +12,8 @@ from fusionlint import config as config_mod
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.config import Settings
 from fusionlint.engine import Engine
-from fusionlint.files import SourceError, atomic_write, discover, display_path, read_source_encoded
+from fusionlint.files import SourceError, Snapshot, WriteRefused, discover, display_path, read_source_encoded, write_fixed
+from fusionlint.lines import split_lines
 from fusionlint.fixes import fix_source
 from fusionlint.registry import all_rules, unknown_selectors
 from fusionlint.rule import FileError, Finding, Rule, RunResult
@@ -57,17 +59,24 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     )
     out = Run(RunResult(errors=list(errors)))
     sources: list[tuple[Path, str, str, str]] = []
+    snapshots: dict[Path, Snapshot] = {}
     project = ProjectIndex()
     for path in files:
         shown = display_path(path, settings.root)
         try:
+            if options.fix:  # taken before reading: a change in between makes the write refuse, never lose it
+                snapshots[path] = Snapshot.take(path)
             text, encoding = read_source_encoded(path)
         except SourceError as exc:
             out.result.errors.append(FileError(shown, str(exc), exc.line))
             continue
+        except OSError as exc:
+            out.result.errors.append(FileError(shown, f"cannot read file: {exc.strerror or exc}"))
+            continue
         project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
     engine = Engine(rules, project)
+    may_write = _WritableArea(paths, settings.root)
 
     for path, shown, text, encoding in sources:
         out.result.files_checked += 1
@@ -87,7 +96,8 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             out.internal_errors.append(FileError(shown, f"internal error: {type(exc).__name__}: {exc}", code="internal"))
             continue
         if options.fix and findings:
-            findings = _fix_file(path, shown, text, encoding, findings, lint, options, out)
+            target = _FixTarget(path, shown, text, encoding, snapshots[path], may_write.why_not(path))
+            findings = _fix_file(target, findings, lint, options, out)
         out.result.findings.extend(findings)
     out.result.findings.sort(key=lambda f: f.sort_key)
     return out
@@ -99,7 +109,42 @@ class _LintFailed(Exception):
         self.error = error
 
 
-def _fix_file(path: Path, shown: str, text: str, encoding: str, findings: list[Finding], lint, options: RunOptions, out: Run) -> list[Finding]:
+@dataclass
+class _FixTarget:
+    path: Path
+    shown: str
+    text: str
+    encoding: str
+    snapshot: Snapshot  # the file as it was read
+    refusal: Optional[str]  # why it may not be written at all (outside the project), else None
+
+
+class _WritableArea:
+    """Where ``--fix`` may write: inside the project root, or a file or directory named explicitly.
+
+    A symlink found while walking a directory that leads out of it is not written through: a fix
+    never leaves the project unless the user named the file (or a directory holding its target).
+    """
+
+    def __init__(self, paths: list[str], root: Path) -> None:
+        self.files: set[str] = set()
+        self.dirs: list[str] = [os.path.realpath(root)]
+        for given in paths:
+            real = os.path.realpath(given)
+            if os.path.isdir(real):
+                self.dirs.append(real)
+            else:
+                self.files.add(real)
+
+    def why_not(self, path: Path) -> Optional[str]:
+        real = os.path.realpath(path)
+        if real in self.files or any(real.startswith(d.rstrip(os.sep) + os.sep) for d in self.dirs):
+            return None
+        return f"symlink to a file outside the project ({real}); not fixed (name the file to fix it)"
+
+
+def _fix_file(target: _FixTarget, findings: list[Finding], lint, options: RunOptions, out: Run) -> list[Finding]:
+    path, shown, text = target.path, target.shown, target.text
     try:
         outcome = fix_source(text, lint, unsafe=options.unsafe_fixes, findings=findings)
     except _LintFailed as failed:  # a fix produced something our own parser rejects
@@ -115,8 +160,8 @@ def _fix_file(path: Path, shown: str, text: str, encoding: str, findings: list[F
         out.diffs.append(
             "".join(
                 difflib.unified_diff(
-                    text.splitlines(keepends=True),
-                    outcome.source.splitlines(keepends=True),
+                    split_lines(text, keepends=True),
+                    split_lines(outcome.source, keepends=True),
                     fromfile=f"a/{shown}",
                     tofile=f"b/{shown}",
                 )
@@ -124,9 +169,14 @@ def _fix_file(path: Path, shown: str, text: str, encoding: str, findings: list[F
         )
         return findings  # nothing written: what was found is still there
     try:
-        atomic_write(path, outcome.source, encoding=encoding)  # same bytes back: cookie, BOM kept
-    except OSError as exc:
-        out.result.errors.append(FileError(shown, f"cannot write fixed file: {exc.strerror or exc}"))
+        if target.refusal:
+            raise WriteRefused(target.refusal)
+        write_fixed(path, outcome.source, encoding=target.encoding, expected=target.snapshot)  # cookie, BOM kept
+    except WriteRefused as refused:
+        out.result.errors.append(FileError(shown, str(refused)))
+        return findings
+    except (OSError, UnicodeError) as exc:
+        out.result.errors.append(FileError(shown, f"cannot write fixed file: {getattr(exc, 'strerror', None) or exc}"))
         return findings
     out.result.fixed += outcome.applied
     return outcome.findings

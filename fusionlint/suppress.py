@@ -22,6 +22,8 @@ import re
 import tokenize
 from typing import Optional
 
+from fusionlint.lines import split_lines
+
 _CODE = r"[A-Za-z]+[0-9]+"
 _NOQA_RE = re.compile(r"#\s*noqa(?![\w-])", re.IGNORECASE)
 _CODE_LIST_RE = re.compile(rf"\s*:\s*({_CODE}(?:(?:\s*,\s*|\s+){_CODE})*)", re.IGNORECASE)
@@ -101,7 +103,8 @@ class Suppressions:
         start: Optional[int] = None  # first line of the logical line being read
         pending: list[_Directive] = []  # directives found inside it
         last_line = 1
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        # newline=None: a lone \r ends a line, as it does for libcst and CPython.
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             kind, text, (row, _), (end_row, _), line_text = tok
             last_line = end_row
             if kind == tokenize.COMMENT:
@@ -125,7 +128,7 @@ class Suppressions:
 
     def _scan_lines(self, source: str) -> None:
         self.fallback = True
-        for number, line in enumerate(source.splitlines(), start=1):
+        for number, line in enumerate(split_lines(source), start=1):
             hash_at = line.find("#")
             if hash_at == -1:
                 continue

@@ -13,6 +13,7 @@ from typing import Mapping, Optional
 from rich.console import Console
 from rich.text import Text
 
+from fusionlint.lines import split_lines
 from fusionlint.rule import Applicability, Finding, RunResult
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
@@ -31,7 +32,7 @@ class _Sources:
             if not candidate.is_absolute():
                 candidate = self.root / candidate
             try:
-                self.cache[path] = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+                self.cache[path] = split_lines(candidate.read_text(encoding="utf-8", errors="replace"))
             except OSError:
                 self.cache[path] = None
         lines = self.cache[path]
