@@ -128,6 +128,9 @@ def check(
         raise _fail(f"broken rule definition: {exc}")
 
     result = outcome.result
+    from fusionlint.report.paths import CwdPaths
+
+    shown = CwdPaths(settings.root)  # messages on stderr name files as the text output does
     if result.files_found == 0:
         # Not an error (Ruff exits 0 too), but a run that checked nothing must not look clean.
         click.echo(f"fusionlint: warning: no Python files found in {' '.join(targets)}", err=True)
@@ -135,7 +138,7 @@ def check(
         text = "".join(outcome.diffs)
         _emit(text, output)
         for err in outcome.internal_errors + result.errors:
-            click.echo(f"{err.path}: {err.message}", err=True)
+            click.echo(f"{shown(err.path)}: {err.message}", err=True)
         code = EXIT_ERROR if outcome.internal_errors else (EXIT_FINDINGS if outcome.diffs else EXIT_CLEAN)
         raise click.exceptions.Exit(code)
 
@@ -159,7 +162,7 @@ def check(
     except OSError as exc:
         raise _fail(f"cannot write {output}: {exc.strerror or exc}")
     for err in outcome.internal_errors:
-        click.echo(f"fusionlint: {err.path}: {err.message}", err=True)
+        click.echo(f"fusionlint: {shown(err.path)}: {err.message}", err=True)
     if outcome.internal_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
     if exit_zero:
