@@ -6,9 +6,10 @@ Exit codes: 0 nothing left to report; 1 findings (or files that could not be lin
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
 import click
 
@@ -28,6 +29,22 @@ def _codes(values: tuple[str, ...]) -> Optional[list[str]]:
         return None
     out = [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
     return out
+
+
+def use_color(choice: str, isatty: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether text output is coloured: ``--color always|never`` decides; with ``auto`` (the
+    default) a non-empty ``NO_COLOR`` turns colour off (https://no-color.org), else a non-empty
+    ``FORCE_COLOR`` turns it on (https://force-color.org), else colour follows whether stdout is
+    a terminal. NO_COLOR wins over FORCE_COLOR: opting out is the user's explicit wish."""
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    if environ.get("NO_COLOR", ""):
+        return False
+    if environ.get("FORCE_COLOR", ""):
+        return True
+    return isatty
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
@@ -54,6 +71,13 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, one line each.")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the text output; auto: on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it).",
+)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Use this pyproject.toml.")
 @click.option("--category", default=None, help="SARIF automationDetails category (code scanning).")
 @confirm_options  # confirm pass: --confirm, --confirm-on-gpu, --device, --jobs, --shard, --report, --verify ...
@@ -70,6 +94,7 @@ def check(
     exit_zero: bool,
     statistics: bool,
     quiet: bool,
+    color: str,
     config_file: Optional[Path],
     category: Optional[str],
     **confirm_kw,
@@ -103,33 +128,41 @@ def check(
         raise _fail(f"broken rule definition: {exc}")
 
     result = outcome.result
+    from fusionlint.report.paths import CwdPaths
+
+    shown = CwdPaths(settings.root)  # messages on stderr name files as the text output does
+    if result.files_found == 0:
+        # Not an error (Ruff exits 0 too), but a run that checked nothing must not look clean.
+        click.echo(f"fusionlint: warning: no Python files found in {' '.join(targets)}", err=True)
     if diff:
         text = "".join(outcome.diffs)
         _emit(text, output)
         for err in outcome.internal_errors + result.errors:
-            click.echo(f"{err.path}: {err.message}", err=True)
+            click.echo(f"{shown(err.path)}: {err.message}", err=True)
         code = EXIT_ERROR if outcome.internal_errors else (EXIT_FINDINGS if outcome.diffs else EXIT_CLEAN)
         raise click.exceptions.Exit(code)
 
+    colored = fmt == "text" and use_color(color, output is None and sys.stdout.isatty())
     rendered = renderer(fmt)(
         result,
         rules=rules,
         root=settings.root,
         tool_version=__version__,
         options={
-            "color": fmt == "text" and output is None and sys.stdout.isatty(),
+            "color": colored,
             "quiet": quiet,
             "statistics": statistics,
             "category": category,
+            "docs_url": settings.docs_url,
             "internal_errors": outcome.internal_errors,
         },
     )
     try:
-        _emit(rendered, output)
+        _emit(rendered, output, color=colored)
     except OSError as exc:
         raise _fail(f"cannot write {output}: {exc.strerror or exc}")
     for err in outcome.internal_errors:
-        click.echo(f"fusionlint: {err.path}: {err.message}", err=True)
+        click.echo(f"fusionlint: {shown(err.path)}: {err.message}", err=True)
     if outcome.internal_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
     if exit_zero:
@@ -137,9 +170,11 @@ def check(
     raise click.exceptions.Exit(EXIT_FINDINGS if result.findings or result.errors else EXIT_CLEAN)
 
 
-def _emit(text: str, output: Optional[Path]) -> None:
+def _emit(text: str, output: Optional[Path], color: bool = False) -> None:
     if output is None:
-        click.echo(text, nl=False)
+        # color=True: click would otherwise strip the escapes whenever stdout is not a terminal,
+        # undoing --color always / FORCE_COLOR.
+        click.echo(text, nl=False, color=color or None)
     else:
         atomic_write(output, text)
 

@@ -32,7 +32,10 @@ _CODE_LIST_KEYS = ("select", "extend_select", "ignore")
 _GLOB_LIST_KEYS = ("exclude", "extend_exclude")
 _BOOL_KEYS = ("unsafe_fixes", "respect_gitignore")
 _TABLE_KEYS = ("per_file_ignores", "confirm", "examples")
-KNOWN_KEYS = _CODE_LIST_KEYS + _GLOB_LIST_KEYS + _BOOL_KEYS + _TABLE_KEYS
+_URL_KEYS = ("docs_url",)
+KNOWN_KEYS = _CODE_LIST_KEYS + _GLOB_LIST_KEYS + _BOOL_KEYS + _TABLE_KEYS + _URL_KEYS
+# The placeholders a docs-url template may use (see Rule.help_url).
+_URL_PLACEHOLDERS = ("{code}", "{name}")
 
 
 class ConfigError(Exception):
@@ -55,6 +58,9 @@ class Settings:
     confirm: dict = field(default_factory=dict)
     # [tool.fusionlint.examples]: "pkg.mod:Model" -> "pkg.mod:make_example"
     examples: dict[str, str] = field(default_factory=dict)
+    # Where the rules' docs are published ("https://host/rules/{code}"); None: nowhere, so
+    # reports carry no documentation links.
+    docs_url: Optional[str] = None
 
 
 # --------------------------------------------------------------------------- discovery
@@ -131,12 +137,26 @@ def _strings(value: Any, where: str, key: str) -> list[str]:
     return list(value)
 
 
+def _url_template(value: Any, where: str, key: str) -> str:
+    what = f"{where} '{key}' must be an http(s) URL, optionally with {{code}} or {{name}}"
+    if not isinstance(value, str) or not re.match(r"^https?://[^\s/]+", value):
+        raise ConfigError(f"{what}, got {value!r}")
+    rest = value
+    for placeholder in _URL_PLACEHOLDERS:
+        rest = rest.replace(placeholder, "")
+    if "{" in rest or "}" in rest or any(c.isspace() for c in rest):
+        raise ConfigError(f"{what}, got {value!r}")
+    return value
+
+
 def _validate(key: str, shown: str, value: Any, where: str) -> Any:
     """Check one value; ``key`` is the snake_case name, ``shown`` the spelling the user used."""
     if key in _CODE_LIST_KEYS:
         return _codes(value, where, shown)
     if key in _GLOB_LIST_KEYS:
         return _strings(value, where, shown)
+    if key in _URL_KEYS:
+        return _url_template(value, where, shown)
     if key in _BOOL_KEYS:
         if not isinstance(value, bool):
             raise ConfigError(f"{where} '{shown}' must be true or false, got {value!r}")

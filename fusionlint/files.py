@@ -266,13 +266,22 @@ def discover(
     """Expand ``paths`` into the Python files to lint.
 
     Returns ``(files, errors)``: files sorted and deduplicated (by real path, so a file reached
-    twice through symlinks is linted once), in the form the user gave them (a relative argument
+    twice through symlinks is linted once, under its own path when that is among the files
+    found, else under the link's name), in the form the user gave them (a relative argument
     yields relative paths); errors for things found but not walkable (broken symlinks,
     unreadable directories, symlink loops). Raises ``UsageError`` for a path that does not exist.
     """
     root_abs = os.path.abspath(root)
     globs = tuple(exclude) + tuple(extend_exclude)
     by_real: dict[str, Path] = {}
+    via_links: set[str] = set()  # keys of by_real whose path so far goes through a symlink
+
+    def add(key: str, path: Path, via_link: bool) -> None:
+        # One name per real file, whatever the order of the arguments: the file's own path when
+        # it is among the files found, else the name of the (first) link that reaches it.
+        if key not in by_real or (key in via_links and not via_link):
+            by_real[key] = path
+            (via_links.add if via_link else via_links.discard)(key)
     errors: list[FileError] = []
 
     def error(path: Path, message: str) -> None:
@@ -287,7 +296,7 @@ def discover(
             continue
         if not arg.is_dir():
             # Named explicitly: linted whatever its name, excludes or .gitignore say.
-            by_real.setdefault(os.path.realpath(arg), arg)
+            add(os.path.realpath(arg), arg, os.path.islink(arg))
             continue
         arg_abs = os.path.abspath(arg)
         arg_real = os.path.realpath(arg_abs)
@@ -299,7 +308,7 @@ def discover(
             else:
                 key = os.path.join(arg_real, rel)
             # Give results back relative to the argument as the user wrote it.
-            by_real.setdefault(key, arg / rel)
+            add(key, arg / rel, via_link)
 
     files = sorted(by_real.values(), key=lambda p: p.as_posix())
     errors.sort(key=lambda e: e.path)
@@ -473,12 +482,17 @@ def _under(path: str, root: str) -> Optional[str]:
 
 
 def display_path(path: Path, root: Path) -> str:
-    """Root-relative POSIX path when ``path`` lies under ``root``; otherwise ``path`` as given."""
+    """Root-relative POSIX path when ``path`` lies under ``root``; otherwise its absolute path.
+
+    Absolute, not as given, outside the root: a path relative to the current directory could not
+    be told from a root-relative one by the reporters, which show paths relative to the current
+    directory (``fusionlint.report.paths``).
+    """
     rel = _under(os.path.abspath(path), os.path.abspath(root))
     if rel is None:
         # Symlinks (e.g. /tmp -> /private/tmp) can hide that a path is under the root.
         rel = _under(os.path.realpath(path), os.path.realpath(root))
-    return rel if rel is not None else Path(path).as_posix()
+    return rel if rel is not None else Path(os.path.abspath(path)).as_posix()
 
 
 @dataclass(frozen=True)

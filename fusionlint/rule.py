@@ -68,7 +68,7 @@ class Fix:
 
 @dataclass
 class Finding:
-    path: str  # repo-relative POSIX path (or as given when outside the root)
+    path: str  # project-root-relative POSIX path (absolute when outside the root)
     line: int  # 1-based
     column: int  # 1-based, code points
     end_line: int
@@ -103,7 +103,10 @@ class FileError:
 class RunResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
-    files_checked: int = 0
+    # Python files discovered, plus paths found but not walkable (broken symlinks, unreadable
+    # directories): everything that should have been checked.
+    files_found: int = 0
+    files_checked: int = 0  # of those, the files every rule ran on (no file error)
     fixed: int = 0  # fixes applied (with --fix)
 
 
@@ -157,15 +160,70 @@ class Rule:
         pass
 
     @classmethod
-    def summary(cls) -> str:
-        """First sentence of the docs' "What it does" section, for listings and SARIF."""
-        text = cls.docs.strip()
-        for block in text.split("\n\n"):
-            block = block.strip()
-            if block and not block.startswith("#"):
-                return " ".join(block.split())
-        return cls.message
+    def docs_section(cls, title: str) -> str:
+        """The text of one ``## Title`` section of the docs ("" when absent); the title is
+        matched case-insensitively, ignoring a trailing "?"."""
+        wanted = title.strip().rstrip("?").lower()
+        lines: list[str] = []
+        inside = False
+        for line in cls.docs.splitlines():
+            if line.startswith("#"):
+                if inside:
+                    break
+                inside = line.lstrip("#").strip().rstrip("?").lower() == wanted
+                continue
+            if inside:
+                lines.append(line)
+        return "\n".join(lines).strip()
 
     @classmethod
-    def help_url(cls) -> str:
-        return f"https://github.com/fusionlint/fusionlint/blob/main/docs/rules.md#{cls.code.lower()}"
+    def summary(cls) -> str:
+        """First sentence of the docs' "What it does" section: one line of prose for listings and
+        SARIF's ``shortDescription`` (GitHub shows it at the top of every alert). Falls back to the
+        rule's message when the docs have no such section."""
+        paragraph = []
+        for line in cls.docs_section("What it does").splitlines():
+            stripped = line.strip()
+            # The first paragraph only: stop at a blank line, a list, a table or a code block.
+            if not stripped or stripped.startswith(("- ", "* ", "|", "```", "#")):
+                break
+            paragraph.append(stripped)
+        sentence = first_sentence(" ".join(paragraph))
+        return sentence or cls.message
+
+    @classmethod
+    def help_url(cls, template: Optional[str]) -> Optional[str]:
+        """The rule's documentation page from the ``docs-url`` setting (``{code}`` and ``{name}``
+        are replaced), or None when no documentation URL is configured: fusionlint publishes no
+        docs site of its own, and a made-up link is worse than none."""
+        if not template:
+            return None
+        return template.replace("{code}", cls.code).replace("{name}", cls.name)
+
+
+# Abbreviations whose dot does not end a sentence.
+_ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.", "etc.)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of one paragraph of markdown prose, ending in a full stop.
+
+    A sentence ends at ``.``, ``!``, ``?`` or ``:`` followed by a space or the end, outside
+    inline code (so `t.item()` does not end it) and not after "e.g." and friends. A sentence
+    that introduces something with ":" gets a full stop instead.
+    """
+    in_code = False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            in_code = not in_code
+            continue
+        if in_code or ch not in ".!?:":
+            continue
+        if i + 1 < len(text) and not text[i + 1].isspace():
+            continue
+        head = text[: i + 1]
+        if head.lower().endswith(_ABBREVIATIONS):
+            continue
+        return head[:-1] + "." if ch == ":" else head
+    text = text.strip()
+    return text + "." if text and text[-1] not in ".!?" else text

@@ -57,7 +57,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         extend_exclude=settings.extend_exclude,
         respect_gitignore=settings.respect_gitignore,
     )
-    out = Run(RunResult(errors=list(errors)))
+    out = Run(RunResult(errors=list(errors), files_found=len(files) + len(errors)))
     sources: list[tuple[Path, str, str, str]] = []
     snapshots: dict[Path, Snapshot] = {}
     project = ProjectIndex()
@@ -79,8 +79,6 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     may_write = _WritableArea(paths, settings.root)
 
     for path, shown, text, encoding in sources:
-        out.result.files_checked += 1
-
         def lint(source: str, shown: str = shown) -> list[Finding]:
             found, error = engine.lint_source(source, shown)
             if error is not None:
@@ -95,6 +93,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         except Exception as exc:  # a bug in fusionlint or a rule: report it, keep going, exit 2
             out.internal_errors.append(FileError(shown, f"internal error: {type(exc).__name__}: {exc}", code="internal"))
             continue
+        out.result.files_checked += 1  # only files that every rule ran on
         if options.fix and findings:
             target = _FixTarget(path, shown, text, encoding, snapshots[path], may_write.why_not(path))
             findings = _fix_file(target, findings, lint, options, out)

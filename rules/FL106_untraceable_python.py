@@ -66,7 +66,7 @@ class UntraceablePython(Rule):
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
 ## What it does
-Flags, in code that `torch.compile` traces:
+Flags Python calls and statements that Dynamo cannot trace, in code that `torch.compile` traces:
 - `copy.deepcopy(<tensor>)` (also of a list/tuple/dict display holding a tensor);
 - a Python scalar drawn from `np.random` (`np.random.rand()`, `np.random.uniform(a, b)`, ... no `size`),
   `np.random.choice`, numpy.random functions torch cannot trace (`permutation`, `beta`, ...), and

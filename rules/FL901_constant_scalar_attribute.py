@@ -9,9 +9,9 @@ from fusionlint.rule import Effect, Invalid, Rule, Severity
 
 _DOCS = """
 ## What it does
-Informational, off by default (`--select FL901`). Points at a Python `float` attribute of an
-`nn.Module` (`self.threshold = 5.0` in `__init__`) that compiled code uses in tensor math, and that
-nothing in the linted files ever changes. It is reported once per attribute and class.
+Points at a Python `float` attribute of an `nn.Module` (`self.threshold = 5.0` in `__init__`) that
+compiled code uses in tensor math, and that nothing in the linted files ever changes.
+Informational, off by default (`--select FL901`); it is reported once per attribute and class.
 
 It exists to answer a common belief with a measurement: such a constant is **not** a fusion
 problem. The finding claims no cost (its effect list is empty); it tells you where a future

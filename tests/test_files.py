@@ -385,7 +385,8 @@ def test_display_path(tmp_path, monkeypatch):
     assert display_path(tmp_path / "elsewhere.py", root) == (tmp_path / "elsewhere.py").as_posix()
     monkeypatch.chdir(root)
     assert display_path(Path("pkg/m.py"), root) == "pkg/m.py"
-    assert display_path(Path("../elsewhere.py"), root) == "../elsewhere.py"
+    # Outside the root: absolute, so that it cannot be mistaken for a root-relative path.
+    assert display_path(Path("../elsewhere.py"), root) == (tmp_path / "elsewhere.py").as_posix()
     # Reached through a symlink to the root: still root-relative.
     os.symlink(root, tmp_path / "alias")
     assert display_path(tmp_path / "alias" / "pkg" / "m.py", root) == "pkg/m.py"

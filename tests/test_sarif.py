@@ -255,7 +255,9 @@ def test_log_header_and_run(sample, tmp_path):
     driver = run["tool"]["driver"]
     assert driver["name"] == "fusionlint"
     assert driver["version"] == "0.1.0"
-    assert driver["informationUri"].startswith("https://")
+    # fusionlint publishes no docs site: without a docs-url setting no link is invented.
+    assert "informationUri" not in driver
+    assert all("helpUri" not in rule for rule in driver["rules"])
     assert "automationDetails" not in run
 
 
@@ -265,12 +267,16 @@ def test_rules_are_the_used_ones_with_metadata(sample):
     assert [r["id"] for r in rules] == ["FL101", "FL301", "FL501"]  # FL999 has no result
     fl301 = rules[1]
     assert fl301["name"] == "view-after-permute"
-    assert fl301["shortDescription"]["text"] == ViewAfterPermute.summary()
+    # The first sentence of "What it does", not some other paragraph of the docs.
+    assert fl301["shortDescription"]["text"] == (
+        "Flags `.view(...)` called on the result of `.permute(...)` or `.transpose(...)`."
+    )
     assert "not contiguous" in fl301["fullDescription"]["text"]
     assert "```" not in fl301["fullDescription"]["text"]
     assert fl301["help"]["markdown"] == ViewAfterPermute.docs.strip()
-    assert fl301["help"]["text"]
-    assert fl301["helpUri"] == ViewAfterPermute.help_url()
+    text = fl301["help"]["text"]  # the whole docs as plain text: every section, no markup
+    assert "What it does" in text and "Use instead" in text and "reshape(b, -1)" in text
+    assert "```" not in text and "##" not in text
     assert fl301["defaultConfiguration"]["level"] == "error"
     assert fl301["properties"]["tags"] == ["runtime-error", "torch.compile"]
     assert fl301["properties"]["precision"] == "high"
@@ -288,6 +294,27 @@ def test_rules_are_the_used_ones_with_metadata(sample):
     assert fl501["defaultConfiguration"]["level"] == "note"
     assert fl501["properties"]["problem.severity"] == "recommendation"
     assert fl501["shortDescription"]["text"] == "a hint"  # no docs: the message
+
+
+def test_docs_url_template_gives_help_and_information_uris(schema, tmp_path):
+    log = json.loads(
+        render(sample_run(tmp_path), tmp_path, docs_url="https://docs.example.org/rules/{code}.html#{name}")
+    )
+    assert schema_errors(schema, log) == []
+    driver = log["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://docs.example.org/rules/"
+    links = {r["id"]: r["helpUri"] for r in driver["rules"]}
+    assert links == {
+        "FL101": "https://docs.example.org/rules/FL101.html#tensor-to-python",
+        "FL301": "https://docs.example.org/rules/FL301.html#view-after-permute",
+        "FL501": "https://docs.example.org/rules/FL501.html#shape-hint",
+    }
+    # A template without placeholders is one page for every rule and for the tool.
+    (tmp_path / "b").mkdir()
+    log = json.loads(render(sample_run(tmp_path / "b"), tmp_path / "b", docs_url="https://wiki.example.org/fl"))
+    driver = log["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == "https://wiki.example.org/fl"
+    assert {r["helpUri"] for r in driver["rules"]} == {"https://wiki.example.org/fl"}
 
 
 def test_results_point_at_their_rule_and_region(sample):

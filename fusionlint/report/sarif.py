@@ -7,8 +7,13 @@ confuses readers that do not apply defaults) and is slow (seconds for a few thou
 
 What goes where:
 
-* ``tool.driver``: name, version, informationUri and one ``rules[]`` entry per rule that has a
-  result, built from the rule class (summary, docs, help URL, severity, effects as tags).
+* ``tool.driver``: name, version and one ``rules[]`` entry per rule that has a result, built
+  from the rule class: ``shortDescription`` is the first sentence of the docs' "What it does"
+  (``Rule.summary``; GitHub shows it at the top of every alert), ``fullDescription`` the "What it
+  does" and "Why is this bad?" prose, ``help`` the whole docs (markdown, and a plain-text copy),
+  severity, effects as tags. ``helpUri`` and the driver's ``informationUri`` are written only
+  when ``options["docs_url"]`` (the ``docs-url`` setting) says where the docs live: fusionlint
+  has no public docs site, and a link to nowhere is worse than no link.
 * ``results[]``: one per finding, with a repository-relative ``artifactLocation`` (``uriBaseId``
   ``%SRCROOT%``, which ``originalUriBaseIds`` maps to the ``file:`` URI of the git work tree
   holding the project root, or of the project root outside git), a 1-based region
@@ -52,7 +57,6 @@ SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 TOOL_NAME = "fusionlint"
-INFORMATION_URI = "https://github.com/fusionlint/fusionlint"
 SRCROOT = "%SRCROOT%"
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -146,7 +150,10 @@ def build_log(
     used_codes = sorted({f.code for f in findings})
     rule_index = {code: i for i, code in enumerate(used_codes)}
     by_code = {f.code: f for f in findings}
-    descriptors = [_rule_descriptor(code, rules.get(code), by_code[code]) for code in used_codes]
+    docs_url = options.get("docs_url") or None
+    descriptors = [
+        _rule_descriptor(code, rules.get(code), by_code[code], docs_url) for code in used_codes
+    ]
 
     paths = _Paths(root)
     results = [_result(f, rule_index[f.code], paths) for f in findings]
@@ -173,7 +180,7 @@ def build_log(
         name=TOOL_NAME,
         version=tool_version,
         semantic_version=tool_version,
-        information_uri=INFORMATION_URI,
+        information_uri=information_uri(docs_url),
         rules=descriptors,
         notifications=[_notification_descriptor(c) for c in notification_codes] or None,
     )
@@ -198,8 +205,27 @@ def build_log(
 # --------------------------------------------------------------------------- rules
 
 
+def information_uri(docs_url: Optional[str]) -> Optional[str]:
+    """The driver's ``informationUri``: the ``docs-url`` template cut at its first placeholder
+    (``https://example.org/rules/{code}`` -> ``https://example.org/rules/``); None without one."""
+    if not docs_url:
+        return None
+    cut = docs_url.split("{", 1)[0].rstrip("#?")
+    return cut if "://" in cut and cut.split("://", 1)[1] else docs_url
+
+
+def _plain_text(markdown: str) -> str:
+    """The docs as plain text, for ``help.text``: headings lose their ``#``, fences go."""
+    lines = []
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            continue
+        lines.append(line.lstrip("#").strip() if line.startswith("#") else line)
+    return "\n".join(lines).strip()
+
+
 def _rule_descriptor(
-    code: str, rule: Optional[type[Rule]], example: Finding
+    code: str, rule: Optional[type[Rule]], example: Finding, docs_url: Optional[str] = None
 ) -> om.ReportingDescriptor:
     if rule is None:
         # A finding whose rule is not in the registry (should not happen): describe it from the
@@ -228,8 +254,10 @@ def _rule_descriptor(
         name=rule.name,
         short_description=om.MultiformatMessageString(text=summary),
         full_description=om.MultiformatMessageString(text=full),
-        help=om.MultiformatMessageString(text=docs or summary, markdown=docs or summary),
-        help_uri=rule.help_url(),
+        help=om.MultiformatMessageString(
+            text=_plain_text(docs) or summary, markdown=docs or summary
+        ),
+        help_uri=rule.help_url(docs_url),
         default_configuration=om.ReportingConfiguration(level=_LEVEL[severity]),
         properties={
             "tags": _tags(rule.effects),

@@ -1,6 +1,8 @@
 """Human output in the style of Ruff: location, message, the source line with a caret range, hints.
 
-Colour comes from rich and only when ``options["color"]`` is true (the CLI sets it for a TTY).
+Colour comes from rich and only when ``options["color"]`` is true (the CLI decides: ``--color``,
+``NO_COLOR``/``FORCE_COLOR``, else whether stdout is a terminal). Paths are shown relative to the
+current directory (absolute outside it), so a terminal can open them; see ``report/paths.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from fusionlint.lines import split_lines
+from fusionlint.report.paths import CwdPaths
 from fusionlint.rule import Applicability, Finding, RunResult
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold blue"}
@@ -41,9 +44,9 @@ class _Sources:
         return lines[number - 1]
 
 
-def _finding(f: Finding, sources: _Sources, show_source: bool) -> Text:
+def _finding(f: Finding, sources: _Sources, show_source: bool, shown_path: str) -> Text:
     out = Text()
-    out.append(f"{f.path}:{f.line}:{f.column}: ", style="bold")
+    out.append(f"{shown_path}:{f.line}:{f.column}: ", style="bold")
     out.append(f.code, style=_SEVERITY_STYLE.get(f.severity.value, "bold"))
     out.append(f" {f.message}\n")
     if not show_source:  # --quiet: one line per finding
@@ -88,12 +91,21 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
     quiet = bool(options.get("quiet"))
     statistics = bool(options.get("statistics"))
     buffer = io.StringIO()
+    # The CLI has decided (--color, NO_COLOR, FORCE_COLOR, TTY): rich must neither guess from the
+    # buffer nor from TERM (TERM=dumb in CI would drop an explicit --color always).
     console = Console(
-        file=buffer, force_terminal=color, no_color=not color, highlight=False, soft_wrap=True, width=10_000
+        file=buffer,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        highlight=False,
+        soft_wrap=True,
+        width=10_000,
     )
     sources = _Sources(root)
+    shown = CwdPaths(root)
     for error in result.errors:
-        where = error.path + (f":{error.line}:{error.column or 1}" if error.line else "")
+        where = (shown(error.path) if error.path else "") + (f":{error.line}:{error.column or 1}" if error.line else "")
         console.print(Text.assemble((f"{where}: ", "bold"), (error.code, "bold red"), f" {error.message}"))
     if statistics:
         counts = Counter(f.code for f in result.findings)
@@ -104,7 +116,7 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
             console.print(f"{n:>5}  {code}  {mark} {name}")
     else:
         for f in result.findings:
-            console.print(_finding(f, sources, show_source=not quiet), end="")
+            console.print(_finding(f, sources, show_source=not quiet, shown_path=shown(f.path)), end="")
             if not quiet:
                 console.print()
     if not quiet:
@@ -112,23 +124,41 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
     return buffer.getvalue()
 
 
+def _files(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''}"
+
+
 def _summary(result: RunResult) -> Text:
+    """One line that says what happened: findings, files checked, files that could not be."""
     n = len(result.findings)
     safe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability is Applicability.UNSAFE)
+    checked = result.files_checked
+    if result.files_found:
+        # Errors about a fix (a file that was checked) do not count as unchecked files.
+        unchecked = max(result.files_found - checked, 0)
+    else:  # a result not made by the runner
+        unchecked = len({e.path for e in result.errors})
     parts = []
     if result.fixed:
         parts.append(f"Fixed {result.fixed} finding{'s' if result.fixed != 1 else ''}.")
-    if n == 0:
-        parts.append(f"All checks passed ({result.files_checked} file{'s' if result.files_checked != 1 else ''}).")
-    else:
-        line = f"Found {n} finding{'s' if n != 1 else ''} in {result.files_checked} file{'s' if result.files_checked != 1 else ''}"
+    if n:
         extras = []
         if safe:
             extras.append(f"{safe} fixable with --fix")
         if unsafe:
             extras.append(f"{unsafe} more with --unsafe-fixes")
-        parts.append(line + (f" ({', '.join(extras)})" if extras else "") + ".")
-    if result.errors:
-        parts.append(f"{len(result.errors)} file error{'s' if len(result.errors) != 1 else ''}.")
+        line = f"Found {n} finding{'s' if n != 1 else ''} in {_files(checked)}"
+        line += f" ({', '.join(extras)})" if extras else ""
+    elif checked and not unchecked:
+        line = f"All checks passed ({_files(checked)})"
+    elif checked:
+        line = f"No findings in {_files(checked)}"
+    elif unchecked:
+        line = "No files checked"
+    else:
+        line = "No Python files found"
+    if unchecked:
+        line += f"; {_files(unchecked)} could not be checked"
+    parts.append(line + ".")
     return Text(" ".join(parts), style="bold")
