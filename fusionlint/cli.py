@@ -23,11 +23,14 @@ from fusionlint.report import FORMATS, renderer
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def _codes(values: tuple[str, ...]) -> Optional[list[str]]:
+def _codes(option: str, values: tuple[str, ...]) -> Optional[list[str]]:
     """``--select FL101,FL3 --select FL2`` -> ["FL101", "FL3", "FL2"]; None when not given."""
     if not values:
         return None
     out = [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+    if not out:
+        # `--select ''` (an unset shell variable) would otherwise silently run no rule at all.
+        raise _fail(f"{option} got no rule codes")
     return out
 
 
@@ -103,11 +106,11 @@ def check(
     from fusionlint.runner import RunOptions, run
 
     overrides: dict = {}
-    if (codes := _codes(select)) is not None:
+    if (codes := _codes("--select", select)) is not None:
         overrides["select"] = codes
-    if (codes := _codes(extend_select)) is not None:
+    if (codes := _codes("--extend-select", extend_select)) is not None:
         overrides["extend_select"] = codes
-    if (codes := _codes(ignore)) is not None:
+    if (codes := _codes("--ignore", ignore)) is not None:
         overrides["ignore"] = codes
     if unsafe_fixes is not None:
         overrides["unsafe_fixes"] = unsafe_fixes

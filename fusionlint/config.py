@@ -75,7 +75,7 @@ def _has_our_table(pyproject: Path) -> bool:
         return False
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         # It mentions us but does not parse: pick it, so load_settings reports the error
         # instead of silently falling back to defaults.
         return True
@@ -124,11 +124,73 @@ def _codes(value: Any, where: str, key: str) -> list[str]:
         raise ConfigError(f"{what}, got {value!r}")
     codes = []
     for item in value:
-        # Case-insensitive like the suppression comments; stored upper-case.
-        if not isinstance(item, str) or not CODE_RE.match(item.strip().upper()):
+        if not isinstance(item, str):
             raise ConfigError(f"{what}, got {item!r}")
-        codes.append(item.strip().upper())
+        # Case-insensitive like the suppression comments; stored upper-case.
+        code = item.strip().upper()
+        if not CODE_RE.match(code):
+            raise ConfigError(f"{where} '{key}': {unknown_code_message([item])}")
+        codes.append(code)
     return codes
+
+
+def unknown_code_message(codes: list[str]) -> str:
+    """The one wording for a selector that names no rule, wherever it was written."""
+    return f"unknown rule code or prefix: {', '.join(codes)} (see `fusionlint rules`)"
+
+
+# [tool.fusionlint.confirm]: key -> (what it must be, check). Bounded so that no value can
+# overflow a timer or rlimit later (timeout = 1e308 used to end in a traceback).
+MAX_CONFIRM_TIMEOUT = 86_400.0  # one day per module
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_CONFIRM_KEYS: dict[str, tuple[str, Any]] = {
+    "timeout": (
+        f"a number of seconds > 0 and <= {MAX_CONFIRM_TIMEOUT:g}",
+        lambda v: _is_number(v) and 0 < v <= MAX_CONFIRM_TIMEOUT,
+    ),
+    "memory-mb": ("an integer >= 0 (0: no memory cap)", lambda v: _is_int(v) and 0 <= v <= 2**31),
+    "timing-runs": ("an integer from 0 to 10000", lambda v: _is_int(v) and 0 <= v <= 10_000),
+    "device": (
+        'one of "auto", "cpu", "cuda", "cuda:N"',
+        lambda v: isinstance(v, str) and bool(re.fullmatch(r"auto|cpu|cuda(:\d+)?", v.strip().lower())),
+    ),
+}
+
+
+def check_confirm_timeout(value: Any, what: str) -> float:
+    """``timeout`` / ``--confirm-timeout``: one rule for both (raises ConfigError naming ``what``)."""
+    must, ok = _CONFIRM_KEYS["timeout"]
+    if not ok(value):
+        raise ConfigError(f"{what} must be {must}, got {value!r}")
+    return float(value)
+
+
+def _confirm_table(value: dict, where: str, shown: str) -> dict:
+    """Validated ``[tool.fusionlint.confirm]``, keys in kebab-case (either spelling accepted)."""
+    out: dict[str, Any] = {}
+    for raw_key, item in value.items():
+        key = raw_key.replace("_", "-")
+        name = f"{shown}.{raw_key}"
+        if key not in _CONFIRM_KEYS:
+            close = difflib.get_close_matches(key, list(_CONFIRM_KEYS), n=1)
+            hint = f" (did you mean '{shown}.{close[0]}'?)" if close else ""
+            raise ConfigError(f"{where} unknown key '{name}'{hint}")
+        if key in out:
+            raise ConfigError(f"{where} '{name}' is given twice")
+        must, ok = _CONFIRM_KEYS[key]
+        if not ok(item):
+            raise ConfigError(f"{where} '{name}' must be {must}, got {item!r}")
+        out[key] = float(item) if key == "timeout" else item
+    return out
 
 
 def _strings(value: Any, where: str, key: str) -> list[str]:
@@ -178,7 +240,7 @@ def _validate(key: str, shown: str, value: Any, where: str) -> Any:
                     )
             out[model] = factory
         return out
-    return dict(value)  # confirm: only its shape is ours to check; the confirm pass reads it
+    return _confirm_table(value, where, shown)
 
 
 def _normalise(table: dict, where: str) -> dict[str, tuple[str, Any]]:
@@ -243,6 +305,9 @@ def _apply_file(settings: Settings, path: Path) -> None:
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message already ends in "(at line L, column C)".
         raise ConfigError(f"{label}: invalid TOML: {exc}") from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise ConfigError(f"cannot parse {label}: nested too deeply") from None
     tool = data.get("tool", {})
     table = tool.get("fusionlint") if isinstance(tool, dict) else None
     if table is None:
@@ -260,7 +325,8 @@ def _apply_overrides(settings: Settings, overrides: dict) -> None:
     for key in given:
         if key not in KNOWN_KEYS:
             raise ConfigError(f"{where} unknown setting '{key}'")
-    values = {key: _validate(key, key, value, where) for key, value in given.items()}
+    # Named as the option the user typed ("--select"), not as the snake_case key.
+    values = {key: _validate(key, "--" + key.replace("_", "-"), value, where) for key, value in given.items()}
     if "select" in values:
         settings.select = values.pop("select")
         settings.extend_select = []

@@ -19,13 +19,13 @@ import fnmatch
 import hashlib
 import io
 import os
-import re
 import stat
 import tempfile
 import tokenize
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
+
+import pathspec
 
 from fusionlint.rule import FileError
 
@@ -53,6 +53,8 @@ DEFAULT_SKIP_NAMES = frozenset(
 )
 DEFAULT_SKIP_GLOBS = ("*.egg-info",)
 
+NOT_REGULAR = "not a regular file (FIFO, socket or device): skipped"
+
 DEFAULT_MAX_BYTES = 10_000_000  # 10 MB: larger .py files are generated data, not models
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -73,102 +75,34 @@ class SourceError(Exception):
 
 # --------------------------------------------------------------------------- gitignore
 
-
-@dataclass(frozen=True)
-class _Pattern:
-    regex: "re.Pattern[str]"
-    negated: bool
-    dir_only: bool
+# pathspec implements git's wildmatch rules (negation, dir-only, anchoring, ``**``, escapes);
+# the RE2 backend matches in time linear in the path, where Python's ``re`` backtracks
+# exponentially on patterns like ``*a*a*a*a*a*a*a*ab`` (README, "Design notes").
+_GITIGNORE_BACKEND = "re2"
 
 
-def _glob_to_regex(pattern: str) -> str:
-    """Translate one gitignore glob (already stripped of ``!``, leading and trailing ``/``).
-
-    Differences from fnmatch that matter: ``*`` and ``?`` never cross a ``/``, and ``**``
-    as a whole path segment means "any number of directories, including none".
-    """
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                at_seg_start = i == 0 or pattern[i - 1] == "/"
-                after = i + 2
-                if at_seg_start and after < n and pattern[after] == "/":
-                    out.append("(?:.*/)?")  # "**/": zero or more leading directories
-                    i = after + 1
-                    continue
-                if at_seg_start and after == n:
-                    out.append(".*")  # trailing "/**": everything inside
-                    i = after
-                    continue
-                # Any other "**" is, per git, just two ordinary stars.
-                out.append("[^/]*")
-                i = after
+def parse_gitignore(text: str) -> Optional[pathspec.GitIgnoreSpec]:
+    """Compile the text of one ``.gitignore`` file; None when it holds no pattern."""
+    lines = text.splitlines()
+    try:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines, backend=_GITIGNORE_BACKEND)
+    except ValueError:
+        # One bad line (e.g. a trailing lone backslash) must not void the others: git skips it.
+        kept = []
+        for line in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line], backend=_GITIGNORE_BACKEND)
+            except ValueError:
                 continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:  # unterminated class: a literal "["
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j
-        elif c == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+            kept.append(line)
+        spec = pathspec.GitIgnoreSpec.from_lines(kept, backend=_GITIGNORE_BACKEND)
+    if not any(p.include is not None for p in spec.patterns):
+        return None  # only comments and blank lines
+    return spec
 
 
-def parse_gitignore(text: str) -> list[_Pattern]:
-    """Parse the text of one ``.gitignore`` file into patterns, in file order."""
-    patterns: list[_Pattern] = []
-    for raw in text.splitlines():
-        line = raw
-        # Trailing spaces are ignored unless escaped with a backslash.
-        stripped = line.rstrip(" \t")
-        if stripped.endswith("\\") and len(stripped) < len(line):
-            stripped += line[len(stripped)]
-        line = stripped
-        if not line or line.startswith("#"):
-            continue
-        negated = line.startswith("!")
-        if negated:
-            line = line[1:]
-        elif line.startswith("\\!") or line.startswith("\\#"):
-            line = line[1:]
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        # A slash at the start or in the middle anchors the pattern to the .gitignore's
-        # directory; otherwise it matches a name at any depth below it.
-        anchored = "/" in line
-        line = line.lstrip("/")
-        body = _glob_to_regex(line)
-        if not anchored:
-            body = "(?:.*/)?" + body
-        patterns.append(_Pattern(re.compile(body, re.DOTALL), negated, dir_only))
-    return patterns
-
-
-# One .gitignore in effect: its directory (absolute) and its patterns.
-_IgnoreFile = tuple[str, list[_Pattern]]
+# One .gitignore in effect: its directory (absolute) and its compiled patterns.
+_IgnoreFile = tuple[str, pathspec.GitIgnoreSpec]
 
 
 def _load_gitignore(directory: str) -> Optional[_IgnoreFile]:
@@ -181,24 +115,23 @@ def _load_gitignore(directory: str) -> Optional[_IgnoreFile]:
     except OSError:
         # An unreadable .gitignore is not worth failing the run over; git would warn too.
         return None
-    patterns = parse_gitignore(text)
-    return (directory, patterns) if patterns else None
+    spec = parse_gitignore(text)
+    return (directory, spec) if spec is not None else None
 
 
 def _gitignored(abs_path: str, is_dir: bool, ignores: Sequence[_IgnoreFile]) -> bool:
     """Git's rule: the last matching pattern decides, deeper .gitignore files come later."""
     ignored = False
-    for base, patterns in ignores:
+    for base, spec in ignores:
         # Both sides are absolute and normalised: a prefix test is enough (and much cheaper
         # than os.path.relpath, which this runs for every entry of the tree).
         rel = _under(abs_path, base)
         if rel is None or rel == ".":
             continue
-        for pat in patterns:
-            if pat.dir_only and not is_dir:
-                continue
-            if pat.regex.fullmatch(rel):
-                ignored = not pat.negated
+        # A trailing slash tells pathspec the entry is a directory (for "dir/" patterns).
+        verdict = spec.check_file(rel + "/" if is_dir else rel).include
+        if verdict is not None:  # None: no pattern of this file matched
+            ignored = verdict
     return ignored
 
 
@@ -295,6 +228,11 @@ def discover(
             error(arg, "broken symlink")
             continue
         if not arg.is_dir():
+            if not arg.is_file():
+                # A FIFO, socket or device: opening it could block forever (a FIFO waits
+                # for a writer), so it is reported and never opened.
+                error(arg, NOT_REGULAR)
+                continue
             # Named explicitly: linted whatever its name, excludes or .gitignore say.
             add(os.path.realpath(arg), arg, os.path.islink(arg))
             continue
@@ -392,6 +330,13 @@ def _walk(
                     # Only a would-be Python file is worth reporting; a dangling link to
                     # some asset is none of our business.
                     errors.append(FileError(path=shown(rel), message="broken symlink"))
+                    continue
+                try:
+                    regular = entry.is_file()  # follows symlinks; from the dirent, no open()
+                except OSError:
+                    regular = False
+                if not regular:
+                    errors.append(FileError(path=shown(rel), message=NOT_REGULAR))
                     continue
                 found.append((rel, via_link or is_link))
         # Reverse so the stack pops subdirectories in name order.

@@ -38,9 +38,18 @@ class Run:
 def enabled_rules(settings: Settings) -> list[type[Rule]]:
     """Rules on for at least some file (per-file-ignores are applied per finding later)."""
     rules = all_rules()
-    bad = unknown_selectors([*(settings.select or []), *settings.extend_select, *settings.ignore], rules)
-    if bad:
-        raise config_mod.ConfigError(f"unknown rule code or prefix: {', '.join(bad)} (see `fusionlint rules`)")
+    # Every place a code can be written is checked the same way: a typo in per-file-ignores
+    # would otherwise silently ignore nothing.
+    lists = [
+        ("select", settings.select or []),
+        ("extend-select", settings.extend_select),
+        ("ignore", settings.ignore),
+        *((f"per-file-ignores.{glob}", codes) for glob, codes in settings.per_file_ignores.items()),
+    ]
+    for key, selectors in lists:
+        bad = unknown_selectors(selectors, rules)
+        if bad:
+            raise config_mod.ConfigError(f"'{key}': {config_mod.unknown_code_message(bad)}")
     return [
         r
         for code, r in rules.items()

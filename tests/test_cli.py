@@ -85,6 +85,56 @@ def test_config_file_select_and_per_file_ignores(project):
     assert run_cli(["check", "src"], project).exit_code == 0
 
 
+@pytest.mark.parametrize("option", ["--select", "--extend-select", "--ignore"])
+@pytest.mark.parametrize("value", ["", " , "])
+def test_an_empty_code_list_on_the_command_line_is_a_usage_error(project, option, value):
+    # `--select "$CODES"` with an unset variable used to run no rule and report "All checks passed".
+    result = run_cli(["check", "src", option, value], project)
+    assert result.exit_code == 2
+    assert result.output == f"fusionlint: error: {option} got no rule codes\n"
+
+
+def test_a_code_of_another_linter_is_named_as_unknown(project):
+    result = run_cli(["check", "src", "--select", "E501"], project)
+    assert result.exit_code == 2
+    assert "unknown rule code or prefix: E501" in result.output
+    assert "must be a list" not in result.output
+
+
+@pytest.mark.parametrize(
+    "table, key",
+    [('select = ["FL999"]', "'select'"), ('per-file-ignores = {"a.py" = ["FL999"]}', "'per-file-ignores.a.py'")],
+)
+def test_unknown_codes_in_select_and_per_file_ignores_fail_alike(project, table, key):
+    (project / "pyproject.toml").write_text(f"[tool.fusionlint]\n{table}\n")
+    result = run_cli(["check", "src"], project)
+    assert result.exit_code == 2
+    assert result.output == f"fusionlint: error: {key}: unknown rule code or prefix: FL999 (see `fusionlint rules`)\n"
+
+
+@pytest.mark.parametrize(
+    "body, key",
+    [
+        ('[tool.fusionlint.confirm]\nmemory-mb = "abc"\n', "'confirm.memory-mb'"),
+        ("[tool.fusionlint.confirm]\ntimeout = 1e308\n", "'confirm.timeout'"),
+        ("[tool.fusionlint.confirm]\ntimeout = -1\n", "'confirm.timeout'"),
+        ("[tool.fusionlint]\nselect = " + "[" * 3000 + "]" * 3000 + "\n", "nested too deeply"),
+    ],
+)
+def test_bad_configuration_exits_2_naming_the_key(project, body, key):
+    (project / "pyproject.toml").write_text(body)
+    result = run_cli(["check", "src", "--confirm"], project)
+    assert result.exit_code == 2 and key in result.output
+    assert result.output.startswith("fusionlint: error: ") and result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", ["1e308", "-1", "nan", "inf"])
+def test_bad_confirm_timeout_option_exits_2(project, value):
+    result = run_cli(["check", "src/clean.py", "--confirm", f"--confirm-timeout={value}"], project)
+    assert result.exit_code == 2
+    assert "--confirm-timeout must be a number of seconds > 0 and <= 86400" in result.output
+
+
 def test_invalid_config_exit_2_names_the_key(project):
     (project / "pyproject.toml").write_text('[tool.fusionlint]\nselct = ["FL101"]\n')
     result = run_cli(["check", "src"], project)

@@ -163,7 +163,7 @@ def test_defaults(tmp_path):
     [
         (
             "select = ['FL1O1']",
-            "pyproject.toml: [tool.fusionlint] 'select' must be a list of rule codes, got 'FL1O1'",
+            "pyproject.toml: [tool.fusionlint] 'select': unknown rule code or prefix: FL1O1 (see `fusionlint rules`)",
         ),
         (
             "select = 'FL101'",
@@ -171,11 +171,11 @@ def test_defaults(tmp_path):
         ),
         (
             "extend-select = ['E501']",
-            "pyproject.toml: [tool.fusionlint] 'extend-select' must be a list of rule codes, got 'E501'",
+            "pyproject.toml: [tool.fusionlint] 'extend-select': unknown rule code or prefix: E501 (see `fusionlint rules`)",
         ),
         (
             "ignore = ['FL1011']",
-            "pyproject.toml: [tool.fusionlint] 'ignore' must be a list of rule codes, got 'FL1011'",
+            "pyproject.toml: [tool.fusionlint] 'ignore': unknown rule code or prefix: FL1011 (see `fusionlint rules`)",
         ),
         (
             "ignore = [101]",
@@ -238,6 +238,44 @@ def test_invalid_values_name_file_and_key(tmp_path, monkeypatch, body, message):
     assert config_error(tmp_path, "[tool.fusionlint]\n" + body + "\n", monkeypatch) == message
 
 
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('memory-mb = "abc"', "'confirm.memory-mb' must be an integer >= 0 (0: no memory cap), got 'abc'"),
+        ("memory_mb = 1.5", "'confirm.memory_mb' must be an integer >= 0 (0: no memory cap), got 1.5"),
+        ("timeout = 1e308", "'confirm.timeout' must be a number of seconds > 0 and <= 86400, got 1e+308"),
+        ("timeout = -1", "'confirm.timeout' must be a number of seconds > 0 and <= 86400, got -1"),
+        ("timeout = 0", "'confirm.timeout' must be a number of seconds > 0 and <= 86400, got 0"),
+        ("timeout = nan", "'confirm.timeout' must be a number of seconds > 0 and <= 86400, got nan"),
+        ("timeout = true", "'confirm.timeout' must be a number of seconds > 0 and <= 86400, got True"),
+        ("timing-runs = -3", "'confirm.timing-runs' must be an integer from 0 to 10000, got -3"),
+        ('device = "tpu"', """'confirm.device' must be one of "auto", "cpu", "cuda", "cuda:N", got 'tpu'"""),
+        ("timout = 5", "unknown key 'confirm.timout' (did you mean 'confirm.timeout'?)"),
+        ("timeout = 5\ntimeout_ = 1", "unknown key 'confirm.timeout_' (did you mean 'confirm.timeout'?)"),
+        ("memory-mb = 1\nmemory_mb = 2", "'confirm.memory_mb' is given twice"),
+    ],
+)
+def test_confirm_table_values_are_checked(tmp_path, monkeypatch, body, message):
+    got = config_error(tmp_path, "[tool.fusionlint.confirm]\n" + body + "\n", monkeypatch)
+    assert got == "pyproject.toml: [tool.fusionlint] " + message
+
+
+def test_confirm_table_accepts_both_spellings_and_normalises(tmp_path):
+    s = settings_from(tmp_path, "[tool.fusionlint.confirm]\nmemory_mb = 0\ntiming-runs = 3\ntimeout = 2.5\n")
+    assert s.confirm == {"memory-mb": 0, "timing-runs": 3, "timeout": 2.5}
+
+
+@pytest.mark.parametrize(
+    "nested",
+    ["a = " + "[" * 3000 + "]" * 3000, "a = " + "{b = " * 3000 + "1" + "}" * 3000],
+    ids=["arrays", "inline-tables"],
+)
+def test_deeply_nested_toml_is_a_config_error(tmp_path, monkeypatch, nested):
+    # tomllib recurses per nesting level; 3,000 levels raised RecursionError (a traceback).
+    msg = config_error(tmp_path, "[tool.fusionlint]\n" + nested + "\n", monkeypatch)
+    assert msg == "cannot parse pyproject.toml: nested too deeply"
+
+
 def test_invalid_toml_has_line_info(tmp_path, monkeypatch):
     msg = config_error(tmp_path, "[tool.fusionlint]\nunsafe-fixes = true\nselect = = 1\n", monkeypatch)
     assert msg.startswith("pyproject.toml: invalid TOML: ") and msg.endswith("(at line 3, column 10)")
@@ -297,8 +335,9 @@ def test_cli_select_starts_afresh(tmp_path):
 
 def test_cli_overrides_are_validated(tmp_path):
     pyproject(tmp_path, "[tool.fusionlint]\n")
-    with pytest.raises(ConfigError, match="^command line: 'select' must be a list of rule codes, got 'XX1'$"):
+    with pytest.raises(ConfigError) as info:
         load_settings(tmp_path, overrides={"select": ["XX1"]})
+    assert str(info.value) == "command line: '--select': unknown rule code or prefix: XX1 (see `fusionlint rules`)"
     with pytest.raises(ConfigError, match="^command line: unknown setting 'colour'$"):
         load_settings(tmp_path, overrides={"colour": True})
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -200,12 +203,111 @@ def test_respect_gitignore_false(tmp_path):
 
 
 def test_gitignore_parser_edge_cases():
-    pats = parse_gitignore("\\#hash.py\n\\!bang.py\ntrailing.py   \nsp\\ \n[ab].py\n/\n")
-    texts = ["#hash.py", "!bang.py", "trailing.py", "sp ", "a.py"]
-    for text in texts:
-        assert any(p.regex.fullmatch(text) for p in pats), text
-    assert not any(p.regex.fullmatch("c.py") for p in pats)
-    assert not any(p.negated for p in pats)
+    spec = parse_gitignore("\\#hash.py\n\\!bang.py\ntrailing.py   \nsp\\ \n[ab].py\n/\n")
+    for text in ["#hash.py", "!bang.py", "trailing.py", "sp ", "a.py"]:
+        assert spec.check_file(text).include is True, text
+    assert spec.check_file("c.py").include is None
+
+
+def test_gitignore_with_only_comments_is_no_spec():
+    assert parse_gitignore("# nothing\n\n   \n") is None
+
+
+def test_a_bad_gitignore_line_does_not_void_the_others(tmp_path):
+    # A trailing lone backslash is an invalid pattern; git skips that line only.
+    write(tmp_path / ".gitignore", "skip.py\nbroken\\\n")
+    write(tmp_path / "skip.py")
+    write(tmp_path / "keep.py")
+    found, _ = discover([tmp_path], root=tmp_path)
+    assert rel(found, tmp_path) == ["keep.py"]
+
+
+# Patterns that made the old hand-written regex translation backtrack for many seconds per path
+# (15.7 s per 16-deep path; 13 s per 40-character name). Each case: pattern, path, ignored?
+_PATHOLOGICAL = [
+    ("**/" * 16 + "zz", "/".join(["d"] * 16) + "/x.py", False),
+    ("**/" * 16 + "zz", "/".join(["d"] * 16) + "/zz", True),
+    ("*a*a*a*a*a*a*a*ab", "a" * 40, False),
+    ("*a*a*a*a*a*a*a*ab", "a" * 40 + "b", True),
+    ("*a*a*a*a*a*a*a*ab", "d/" + "a" * 200 + "b", True),
+    ("a*" * 20 + "b", "a" * 300, False),
+]
+
+
+def _match_pathological() -> list[bool]:
+    return [bool(parse_gitignore(pattern).check_file(path).include) for pattern, path, _ in _PATHOLOGICAL]
+
+
+def test_pathological_gitignore_patterns_match_correctly_without_hanging():
+    # In a subprocess only so that a regression hangs into a failure instead of a stuck suite;
+    # the limit is a hang guard, not a speed assertion.
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import test_files as t;"
+        " print(json.dumps(t._match_pathological()))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [expected for _, _, expected in _PATHOLOGICAL]
+
+
+def test_pathological_gitignore_pattern_in_a_tree(tmp_path):
+    deep = tmp_path.joinpath(*["d"] * 16)
+    write(deep / "x.py")
+    write(tmp_path / ("a" * 40 + ".py"))
+    write(tmp_path / ("a" * 40 + "b"), "not python")
+    write(tmp_path / ".gitignore", "**/" * 16 + "zz\n*a*a*a*a*a*a*a*ab\n")
+    code = (
+        "import sys; from pathlib import Path; from fusionlint.files import discover;"
+        " root = Path(sys.argv[1]); found, _ = discover([root], root=root);"
+        " print(len(found))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2"]
+
+
+# --------------------------------------------------------------------------- non-regular files
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX-only")
+def test_fifo_in_the_tree_is_reported_never_opened(tmp_path):
+    write(tmp_path / "ok.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    found, errors = discover([tmp_path], root=tmp_path)
+    assert rel(found, tmp_path) == ["ok.py"]
+    assert [(e.path, e.message) for e in errors] == [("pipe.py", files.NOT_REGULAR)]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX-only")
+def test_fifo_named_explicitly_is_reported(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    found, errors = discover([tmp_path / "pipe.py"], root=tmp_path)
+    assert found == [] and [e.message for e in errors] == [files.NOT_REGULAR]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX-only")
+def test_fifo_symlinked_into_the_tree_is_reported(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "link.py").symlink_to(tmp_path / "pipe")
+    _, errors = discover([tmp_path], root=tmp_path)
+    assert [(e.path, e.message) for e in errors] == [("link.py", files.NOT_REGULAR)]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX-only")
+@pytest.mark.parametrize("arg", [".", "pipe.py"])
+def test_check_with_a_fifo_returns(tmp_path, arg):
+    write(tmp_path / "ok.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    # The timeout only turns a hang into a failure; nothing here measures speed.
+    proc = subprocess.run(
+        [sys.executable, "-m", "fusionlint.cli", "check", arg],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "pipe.py" in proc.stdout and "not a regular file" in proc.stdout
+    assert "Traceback" not in proc.stderr
 
 
 # --------------------------------------------------------------------------- symlinks & errors

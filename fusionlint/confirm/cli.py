@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 
 import click
 
+from fusionlint.config import ConfigError, check_confirm_timeout
 from fusionlint.confirm.orchestrate import ConfirmError, confirm_findings, merge_files, parse_shard
 
 _OPTIONS = [
@@ -62,8 +63,16 @@ class ConfirmCLI:
                     raise ConfirmError(f"{flag} needs --confirm")
         if self.jobs is not None and self.jobs < 1:
             raise ConfirmError("--jobs must be at least 1")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfirmError("--confirm-timeout must be positive")
+        if self.timeout is not None:
+            try:  # the same bounds as the config file's `timeout` (1e308 overflowed a timer)
+                self.timeout = check_confirm_timeout(self.timeout, "--confirm-timeout")
+            except ConfigError as exc:
+                raise ConfirmError(str(exc)) from None
+
+    def _device(self, settings: Any) -> str:
+        """--device, else `[tool.fusionlint.confirm] device`, else cuda for --confirm-on-gpu / auto."""
+        configured = (getattr(settings, "confirm", None) or {}).get("device")
+        return self.device or configured or ("cuda" if self.on_gpu else "auto")
 
     def verify_hook(self, settings: Any) -> Optional[Callable]:
         if not self.verify:
@@ -71,7 +80,7 @@ class ConfirmCLI:
         from fusionlint.confirm.verify import Verifier
 
         self.verifier = Verifier(
-            settings, device=self.device or ("cuda" if self.on_gpu else "auto"), timeout=self.timeout, log=self.echo
+            settings, device=self._device(settings), timeout=self.timeout, log=self.echo
         )
         return self.verifier
 
@@ -81,7 +90,7 @@ class ConfirmCLI:
         confirm_findings(
             result,
             settings=settings,
-            device=self.device or ("cuda" if self.on_gpu else "auto"),
+            device=self._device(settings),
             jobs=self.jobs,
             shard=self.shard,
             timeout=self.timeout,

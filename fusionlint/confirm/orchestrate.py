@@ -14,13 +14,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from fusionlint.confirm import match
+from fusionlint.confirm import match, procs
 from fusionlint.confirm.cache import ResultCache, job_key, torch_version
 from fusionlint.rule import Effect, Finding, RunResult
 
@@ -77,9 +78,12 @@ def probe_torch(timeout: float = 120.0) -> dict:
         " 'devices': [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []}))\n"
     )
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=_worker_env(None)
-        )
+        with tempfile.TemporaryDirectory(prefix="fusionlint-probe-") as scratch:
+            # -P and a scratch cwd: a project file named json.py (or torch.py) must not be imported.
+            proc = subprocess.run(
+                [sys.executable, "-P", "-c", code],
+                capture_output=True, text=True, timeout=timeout, env=_worker_env(None), cwd=scratch,
+            )
     except subprocess.TimeoutExpired:
         raise ConfirmError("importing torch timed out") from None
     if proc.returncode != 0:
@@ -268,6 +272,8 @@ def build_job(
         "path": unit.abs_path,
         "module": module_name_for(unit.abs_path, sys_path),
         "sys_path": sys_path,
+        # The user's PYTHONPATH: the worker starts without it and adds it after sys_path.
+        "extra_path": _user_pythonpath(),
         "target": unit.target,
         "example": _registered_example(unit, examples, sys_path),
         "device": device,
@@ -290,10 +296,24 @@ def build_job(
     return job
 
 
+def _fusionlint_dir() -> str:
+    """The directory holding the fusionlint package (site-packages, or a source checkout)."""
+    return str(Path(__file__).resolve().parent.parent.parent)
+
+
+def _user_pythonpath() -> list[str]:
+    return [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
 def _worker_env(gpu: Optional[str]) -> dict:
+    """The environment of the probe and the workers: only fusionlint's own directory on PYTHONPATH.
+
+    The user's PYTHONPATH entries travel in the job instead (``extra_path``) and are added once
+    torch and fusionlint are imported, so none of their modules can shadow the standard library.
+    """
     env = dict(os.environ)
-    here = str(Path(__file__).resolve().parent.parent.parent)  # the dir holding the fusionlint package
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = _fusionlint_dir()
+    env.pop("PYTHONSTARTUP", None)
     env.setdefault("PYTHONHASHSEED", "0")
     env["PYTHONUNBUFFERED"] = "1"
     if gpu is not None:
@@ -301,33 +321,64 @@ def _worker_env(gpu: Optional[str]) -> dict:
     return env
 
 
+_LOG_TAIL_BYTES = 64_000
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - _LOG_TAIL_BYTES))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def run_worker(job: dict, timeout: float, gpu: Optional[str] = None) -> dict:
-    """Run one job in a fresh process; a crash, hang or OOM becomes ``{"ok": False, "reason": ...}``."""
-    cmd = [sys.executable, "-m", "fusionlint.confirm.worker"]
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_worker_env(gpu),
-        start_new_session=True,  # its own process group: a timeout kills compile workers too
-    )
-    try:
-        out, err = proc.communicate(json.dumps(job).encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        proc.communicate()
-        return {"ok": False, "reason": f"timed out after {timeout:g} s (raise --confirm-timeout)"}
-    finally:
-        if proc.poll() is None:  # pragma: no cover - interrupted
-            _kill_group(proc)
-    err_text = err.decode("utf-8", "replace")
-    try:
-        result = json.loads(out.decode("utf-8", "replace").strip() or "null")
-    except ValueError:
-        result = None
-    if isinstance(result, dict):
-        return result
+    """Run one job in a fresh process; a crash, hang or OOM becomes ``{"ok": False, "reason": ...}``.
+
+    Isolation, each for a reason seen in practice: a scratch working directory (a module that
+    writes into "." must not touch the project), ``-P`` (the cwd is not on ``sys.path``), its own
+    session (``killpg`` reaches every compile worker), the result in a file of our own (a process
+    the module started that keeps stderr open cannot delay the answer), and the whole process
+    tree ended when the job ends, whether it answered or timed out.
+    """
+    with tempfile.TemporaryDirectory(prefix="fusionlint-confirm-") as scratch:
+        private = Path(scratch)
+        cwd = private / "cwd"
+        cwd.mkdir()
+        job_file, result_file, log_file = private / "job.json", private / "result.json", private / "worker.log"
+        job_file.write_text(json.dumps(job), encoding="utf-8")
+        with open(log_file, "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "fusionlint.confirm.worker", str(job_file), str(result_file)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=cwd,
+                env=_worker_env(gpu),
+                start_new_session=True,  # its own process group and session
+            )
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                if proc.poll() is None:  # timed out (or interrupted): end the worker and its tree
+                    procs.kill_group_and_tree(proc.pid)
+                else:  # it answered; what a crashed worker left in its group goes too
+                    procs.kill_group(proc.pid)
+                proc.wait()
+        if timed_out:
+            return {"ok": False, "reason": f"timed out after {timeout:g} s (raise --confirm-timeout)"}
+        try:
+            result = json.loads(result_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            result = None
+        if isinstance(result, dict):
+            return result
+        err_text = _tail(log_file)
     rc = proc.returncode
     if rc is not None and rc < 0:
         try:
@@ -341,16 +392,6 @@ def run_worker(job: dict, timeout: float, gpu: Optional[str] = None) -> dict:
     if any(m in err_text.lower() for m in ("out of memory", "can't allocate memory", "memoryerror")):
         why = "out of memory: " + why
     return {"ok": False, "reason": why + (f": {tail[0][:300]}" if tail else "")}
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
 
 
 # ---------------------------------------------------------------------------- the pass

@@ -1,13 +1,17 @@
-"""One confirm job in its own process: ``python -m fusionlint.confirm.worker`` < job.json > result.json.
+"""One confirm job in its own process: ``python -P -m fusionlint.confirm.worker JOB.json RESULT.json``.
 
-The job (JSON on stdin) names a user file and a target class/function, how to get an example,
-the device and what to measure; the result (JSON on stdout) holds the measurement, or why there is
-none. Everything the user's code prints goes to stderr: file descriptor 1 is redirected there before
-anything runs, and the result is written to a private duplicate of the original stdout.
+The job (a JSON file) names a user file and a target class/function, how to get an example,
+the device and what to measure; the result (a JSON file, written whole or not at all) holds the
+measurement, or why there is none. The parent reads that file, never this process's stdout or
+stderr, so a process the user's code starts and leaves holding them cannot stall the run.
+Everything the user's code prints goes to stderr (file descriptor 1 is redirected there).
 
-The parent (``fusionlint.confirm.run_job``) enforces the timeout; this process caps its own
-address space on CPU (``RLIMIT_AS``) so a runaway allocation ends as a MemoryError here, not as
-the machine swapping.
+The parent (``orchestrate.run_worker``) enforces the timeout and starts this process in a scratch
+working directory, with the user's directories off ``sys.path`` (``-P``, no user PYTHONPATH) until
+the job's own ``sys_path`` is added just before the user's module is imported: a project file named
+``json.py`` must not replace the standard library's here. This process caps its own address space
+on CPU (``RLIMIT_AS``) so a runaway allocation ends as a MemoryError here, not as the machine
+swapping, and ends every process the user's code started before it exits (``procs``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import os
 import sys
 import traceback
 from typing import Any, Optional
+
+from fusionlint.confirm import procs
 
 OOM_MARKERS = ("can't allocate memory", "out of memory", "cannot allocate memory", "bad_alloc")
 
@@ -98,7 +104,10 @@ def run(job: dict) -> dict:
     device = job.get("device", "cpu")
     try:
         _configure_torch(job)
-        sys_path = list(job.get("sys_path") or [])
+        # The project's directories, then the user's PYTHONPATH (kept off sys.path until now).
+        sys_path = list(job.get("sys_path") or []) + [
+            p for p in (job.get("extra_path") or []) if p not in (job.get("sys_path") or [])
+        ]
         module = ex.import_file(job["path"], job.get("module"), sys_path)
         example = ex.find_example(module, job["target"], registered=job.get("example"), sys_path=sys_path)
     except ex.ExampleError as e:
@@ -181,15 +190,29 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:400]
 
 
-def main() -> int:
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+def _write_result(path: str, result: dict) -> None:
+    """Write the whole result or nothing: the parent treats a missing file as a crash."""
+    tmp = path + ".part"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(result, default=_json_default))
+    os.replace(tmp, path)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m fusionlint.confirm.worker JOB.json RESULT.json", file=sys.stderr)
+        return 2
+    job_path, result_path = args
     os.dup2(2, 1)  # the user's prints (and C-level writes) go to stderr
     sys.stdout = sys.stderr
+    # Orphans of the user's code (setsid'd, double-forked) become our children, so we can end them.
+    procs.become_subreaper()
     try:
-        job = json.loads(sys.stdin.read())
-    except ValueError as e:
-        out.write(json.dumps({"ok": False, "reason": f"bad job: {e}"}))
-        out.flush()
+        with open(job_path, encoding="utf-8") as fh:
+            job = json.load(fh)
+    except (OSError, ValueError) as e:
+        _write_result(result_path, {"ok": False, "reason": f"bad job: {e}"})
         return 2
     note = None
     if not str(job.get("device", "cpu")).startswith("cuda"):
@@ -200,8 +223,10 @@ def main() -> int:
         result = {"ok": False, "reason": f"worker error: {_one_line(e)}", "trace": traceback.format_exc()[-2000:]}
     if note:
         result.setdefault("notes", []).append(note)
-    out.write(json.dumps(result, default=_json_default))
-    out.flush()
+    # End what the user's code started before answering, so nothing outlives the job.
+    procs.kill_descendants()
+    procs.reap_children()
+    _write_result(result_path, result)
     return 0
 
 
