@@ -22,6 +22,7 @@ import os
 import stat
 import tempfile
 import tokenize
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
