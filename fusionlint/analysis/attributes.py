@@ -314,14 +314,18 @@ def _receiver_root(expr: cst.BaseExpression) -> Optional[str]:
 
 
 class FileFacts:
-    """Per file: writes and reads of attribute names on objects other than ``self`` (``model.t = v``)."""
+    """Per file: writes and reads of attribute names on objects other than ``self`` (``model.t = v``),
+    and every statement assigning ``self.<name>`` in any class of the file."""
 
     def __init__(self, sites: Iterable[tuple[cst.Attribute, Optional[cst.CSTNode]]]) -> None:
         self.writes: dict[str, list[cst.CSTNode]] = {}
         self.reads: dict[str, list[cst.Attribute]] = {}
+        self.self_writes: dict[str, list[cst.CSTNode]] = {}
         self.unparsed_targets: set[str] = set()
         for node, stmt in sites:
             if self_attr(node) is not None:
+                if stmt is not None:
+                    self.self_writes.setdefault(node.attr.value, []).append(stmt)
                 continue
             if stmt is not None:  # `obj.attr = ...`, `obj.attr op= ...`, `obj.attr: T = ...`
                 root = _receiver_root(node.value)
