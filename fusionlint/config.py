@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from fusionlint.torch_target import parse_version
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10: the same parser, published as "tomli"
@@ -32,7 +34,8 @@ _CODE_LIST_KEYS = ("select", "extend_select", "ignore")
 _GLOB_LIST_KEYS = ("exclude", "extend_exclude")
 _BOOL_KEYS = ("unsafe_fixes", "respect_gitignore")
 _TABLE_KEYS = ("per_file_ignores", "confirm", "examples")
-KNOWN_KEYS = _CODE_LIST_KEYS + _GLOB_LIST_KEYS + _BOOL_KEYS + _TABLE_KEYS
+_VERSION_KEYS = ("target_torch",)
+KNOWN_KEYS = _CODE_LIST_KEYS + _GLOB_LIST_KEYS + _BOOL_KEYS + _TABLE_KEYS + _VERSION_KEYS
 
 
 class ConfigError(Exception):
@@ -55,6 +58,8 @@ class Settings:
     confirm: dict = field(default_factory=dict)
     # [tool.fusionlint.examples]: "pkg.mod:Model" -> "pkg.mod:make_example"
     examples: dict[str, str] = field(default_factory=dict)
+    # the torch version findings are judged against ("2.13"); None: fusionlint.torch_target's default
+    target_torch: Optional[str] = None
 
 
 # --------------------------------------------------------------------------- discovery
@@ -141,6 +146,11 @@ def _validate(key: str, shown: str, value: Any, where: str) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{where} '{shown}' must be true or false, got {value!r}")
         return value
+    if key in _VERSION_KEYS:
+        # a TOML number is refused: 2.10 would read as 2.1
+        if not isinstance(value, str) or parse_version(value) is None:
+            raise ConfigError(f'{where} \'{shown}\' must be a torch version string like "2.13", got {value!r}')
+        return value.strip()
     if not isinstance(value, dict):
         raise ConfigError(f"{where} '{shown}' must be a table, got {value!r}")
     if key == "per_file_ignores":

@@ -102,6 +102,7 @@ class RunResult:
     errors: list[FileError] = field(default_factory=list)
     files_checked: int = 0
     fixed: int = 0  # fixes applied (with --fix)
+    target_torch: Optional[str] = None  # the torch version findings were judged against ("2.13")
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ It flags only the uses measured to recompile on **every** new value:
 - a `float` passed where the op takes a Python scalar: `clamp`/`clip` bounds, `pow`/`**`
   exponent, `masked_fill` value, `lerp` weight, `alpha=`, `F.hardtanh` bounds,
   `F.dropout` `p`, `torch.full_like` fill value;
-- with torch < 2.13 only (the installed torch decides): a float that goes through Python
+- with a `target-torch` below 2.13 only (see README, Configuration): a float that goes through Python
   arithmetic first, e.g. `x * (1.0 / self.temperature)`.
 
 ## Why is this bad?

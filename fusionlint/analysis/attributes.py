@@ -7,7 +7,6 @@ changed); the buffer fix FL201 and FL203 offer is ``fusionlint.analysis.buffer_f
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -458,34 +457,12 @@ def class_reads(ctx, cls, attr: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# The torch version the user runs (gates the one form whose cost differs between versions)
+# The torch version the findings are judged against (gates the one form whose cost differs)
 
 
-@functools.lru_cache(maxsize=1)
-def _installed_torch() -> Optional[tuple[int, int]]:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        text = version("torch")
-    except PackageNotFoundError:
-        return None
-    except Exception:  # broken metadata: behave as if unknown
-        return None
-    parts = text.split("+", 1)[0].split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (ValueError, IndexError):
-        return None
-
-
-def target_torch(ctx) -> Optional[tuple[int, int]]:
-    """The torch version findings are judged against: the context's if it has one, else the installed one."""
-    explicit = getattr(ctx, "torch_version", None)
-    if isinstance(explicit, tuple) and len(explicit) >= 2:
-        return int(explicit[0]), int(explicit[1])
-    return _installed_torch()
+def target_torch(ctx) -> tuple[int, int]:
+    """The run's ``target-torch`` (fusionlint.torch_target), handed to the rule context by the engine."""
+    return ctx.torch_version
 
 
 def recompiles_every_value(use: Use, kind: str, ctx) -> bool:
@@ -495,6 +472,5 @@ def recompiles_every_value(use: Use, kind: str, ctx) -> bool:
     if use.kind == "scalar-arg":
         return True
     if use.kind == "arith" and use.derived:
-        version = target_torch(ctx)
-        return version is not None and version < (2, 13)  # 2.11 (CPU+H200): every call; 2.13: once
+        return target_torch(ctx) < (2, 13)  # 2.11 (CPU+H200): every call; 2.13: once
     return False
