@@ -107,8 +107,8 @@ What the buffer changes, measured with torch 2.13 CPU, and what is checked befor
   __round__`), `json.dumps(model.threshold)` raises (not JSON serializable), `str()`/`f"{...}"`
   print `tensor(4.5000)`, `float()` gives the float32 value (3.6449997 instead of 3.645). Checked:
   `round(`, `float(`, `int(`, `str(`, `repr(`, `math.*(` of `x.threshold`, and `x.threshold` in the
-  arguments of `json.dump(s)(` or `.format(` or in an f-string field, in any file of the run.
-  Attribute names collide, so a use of some other object's `threshold` also withholds the fix (the
+  arguments of `json.dump(s)(` or `.format(` or in an f-string field, in any file of the run
+  (one line at a time: a call spread over lines is not seen). Attribute names collide, so a use of some other object's `threshold` also withholds the fix (the
   finding stays). Files outside the run are not seen.
 - **Precision.** The buffer is float32 where the attribute was a Python float (float64): on the
   fixture (10 anneals by `*= 0.9`) the outputs differ by up to 3.6e-7.

@@ -121,7 +121,7 @@ What the buffer changes, measured with torch 2.13 CPU, and what is checked befor
 - **It is no longer a Python number**: `json.dumps({"calls": model.num_calls})` raises (not JSON
   serializable), `round()` raises, `str()`/f-strings print `tensor(10)`. Checked: `round(`, `float(`,
   `int(`, `str(`, `repr(`, `math.*(` of `x.num_calls`, and `x.num_calls` inside `json.dump(s)(`,
-  `.format(` or an f-string field, in any file of the run (a same-named attribute of another object
+  `.format(` or an f-string field, in any file of the run, one line at a time (a same-named attribute of another object
   also withholds the fix). Files outside the run are not seen.
 - **Dtype casts**: an `int` counter becomes a long buffer, which `.to(torch.bfloat16)` leaves alone
   (measured: 300 calls counted 300). A `float` counter becomes a float32 buffer, which

@@ -107,7 +107,7 @@ def _outside_writes(ctx, cls, attr: str) -> Optional[str]:
         if id(stmt) not in own:
             return f"by `{code_of(stmt).strip()}` in another class of this file"
     project = ctx.project
-    for table in (getattr(project, "attribute_writes", {}), getattr(project, "self_attribute_writes", {})):
+    for table in (project.attribute_writes, project.self_attribute_writes):
         for path, line in table.get(attr, ()):
             if path != ctx.path:
                 return f"at {path}:{line}"
@@ -116,7 +116,7 @@ def _outside_writes(ctx, cls, attr: str) -> Optional[str]:
 
 def _number_use(ctx, attr: str) -> Optional[str]:
     """The first place in the run's files that needs ``attr`` as a Python number ("`round(` at path:line")."""
-    for path, line, how in getattr(ctx.project, "python_number_uses", {}).get(attr, ()):
+    for path, line, how in ctx.project.python_number_uses(attr):
         return f"{how if how.startswith('an ') else '`' + how + '`'} at {path}:{line}"
     return None
 

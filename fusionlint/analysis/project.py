@@ -70,9 +70,8 @@ class ProjectIndex:
     attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
     # attribute name -> (path, line) of `self.attr = ...` / `self.attr op= ...` in any class
     self_attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
-    # attribute name -> (path, line, how) where code needs it as a Python number: "round(", "json.dumps(",
-    # "f-string"...
-    python_number_uses: dict[str, list[tuple[str, int, str]]] = field(default_factory=lambda: defaultdict(list))
+    _texts: dict[str, str] = field(default_factory=dict)
+    _number_uses: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     _kind_cache: dict[str, str | None] = field(default_factory=dict)
 
     def add_file(self, path: str, text: str) -> None:
@@ -88,23 +87,32 @@ class ProjectIndex:
         for match in _ATTR_WRITE_RE.finditer(text):
             writes = self.self_attribute_writes if match.group(1) == "self" else self.attribute_writes
             writes[match.group(2)].append((path, line_of(match.start())))
-        self._add_number_uses(path, text, line_of)
+        self._texts[path] = text
+        self._number_uses.clear()
         self._kind_cache.clear()
 
-    def _add_number_uses(self, path: str, text: str, line_of: "_LineOf") -> None:
-        uses = self.python_number_uses
-        for match in _CONVERT_RE.finditer(text):
-            uses[match.group(2)].append((path, line_of(match.start()), f"{match.group(1)}("))
-        if "json.dump" in text or ".format(" in text:
-            for match in _SERIALISE_RE.finditer(text):
-                line = line_of(match.start())
-                for attr in _DOTTED_ATTR_RE.finditer(match.group(2)):
-                    uses[attr.group(1)].append((path, line, f"{match.group(1).lstrip('.')}("))
-        for match in _FSTRING_RE.finditer(text):
-            line = line_of(match.start())
-            for fld in _FIELD_RE.finditer(match.group(0)):
-                for attr in _DOTTED_ATTR_RE.finditer(fld.group(1)):
-                    uses[attr.group(1)].append((path, line, "an f-string"))
+    def python_number_uses(self, attr: str) -> list[tuple[str, int, str]]:
+        """(path, line, how) wherever code in the run needs ``<obj>.attr`` as a Python number: "round(",
+        "json.dumps(", "an f-string"... Searched on demand (the buffer fix asks for one name at a time), so
+        indexing pays nothing for it; a literal search for ``.attr`` finds the lines to look at."""
+        if attr in self._number_uses:
+            return self._number_uses[attr]
+        found: list[tuple[str, int, str]] = []
+        needle = re.compile(r"\." + re.escape(attr) + r"\b")
+        for path, text in self._texts.items():
+            last_line = -1
+            for match in needle.finditer(text):
+                start = text.rfind("\n", 0, match.start()) + 1
+                if start == last_line:
+                    continue  # one look per line
+                last_line = start
+                end = text.find("\n", match.end())
+                line_text = text[start : end if end >= 0 else len(text)]
+                how = _number_use_on_line(line_text, attr)
+                if how is not None:
+                    found.append((path, text.count("\n", 0, start) + 1, how))
+        self._number_uses[attr] = found
+        return found
 
     def class_kind(self, name: str, _seen: frozenset[str] = frozenset()) -> str | None:
         """"module", "autograd_function" or None for a class name defined somewhere in the run."""
@@ -119,6 +127,21 @@ class ProjectIndex:
                 break
         self._kind_cache[name] = kind
         return kind
+
+
+def _number_use_on_line(line: str, attr: str) -> str | None:
+    """How ``line`` needs ``<obj>.attr`` as a Python number ("round(", "json.dumps(", "an f-string"), or None."""
+    for match in _CONVERT_RE.finditer(line):
+        if match.group(2) == attr:
+            return f"{match.group(1)}("
+    for match in _SERIALISE_RE.finditer(line):
+        if any(m.group(1) == attr for m in _DOTTED_ATTR_RE.finditer(match.group(2))):
+            return f"{match.group(1).lstrip('.')}("
+    for match in _FSTRING_RE.finditer(line):
+        for fld in _FIELD_RE.finditer(match.group(0)):
+            if any(m.group(1) == attr for m in _DOTTED_ATTR_RE.finditer(fld.group(1))):
+                return "an f-string"
+    return None
 
 
 class _LineOf:
