@@ -83,6 +83,10 @@ def main() -> None:
 )
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Use this pyproject.toml.")
 @click.option("--category", default=None, help="SARIF automationDetails category (code scanning).")
+@click.option(
+    "--target-torch", "target_torch", metavar="VERSION", default=None,
+    help="Judge findings for this torch version (e.g. 2.13). Default: the installed torch, else the newest measured.",
+)
 @confirm_options  # confirm pass: --confirm, --confirm-on-gpu, --device, --jobs, --shard, --report, --verify ...
 def check(
     paths: tuple[str, ...],
@@ -100,6 +104,7 @@ def check(
     color: str,
     config_file: Optional[Path],
     category: Optional[str],
+    target_torch: Optional[str],
     **confirm_kw,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory)."""
@@ -114,6 +119,8 @@ def check(
         overrides["ignore"] = codes
     if unsafe_fixes is not None:
         overrides["unsafe_fixes"] = unsafe_fixes
+    if target_torch is not None:
+        overrides["target_torch"] = target_torch
     targets = list(paths) or ["."]
     try:
         start = Path(targets[0])

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from fusionlint.torch_target import parse_version
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10: the same parser, published as "tomli"
@@ -33,7 +35,8 @@ _GLOB_LIST_KEYS = ("exclude", "extend_exclude")
 _BOOL_KEYS = ("unsafe_fixes", "respect_gitignore")
 _TABLE_KEYS = ("per_file_ignores", "confirm", "examples")
 _URL_KEYS = ("docs_url",)
-KNOWN_KEYS = _CODE_LIST_KEYS + _GLOB_LIST_KEYS + _BOOL_KEYS + _TABLE_KEYS + _URL_KEYS
+_VERSION_KEYS = ("target_torch",)
+KNOWN_KEYS = _CODE_LIST_KEYS + _GLOB_LIST_KEYS + _BOOL_KEYS + _TABLE_KEYS + _URL_KEYS + _VERSION_KEYS
 # The placeholders a docs-url template may use (see Rule.help_url).
 _URL_PLACEHOLDERS = ("{code}", "{name}")
 
@@ -61,6 +64,8 @@ class Settings:
     # Where the rules' docs are published ("https://host/rules/{code}"); None: nowhere, so
     # reports carry no documentation links.
     docs_url: Optional[str] = None
+    # the torch version findings are judged against ("2.13"); None: fusionlint.torch_target's default
+    target_torch: Optional[str] = None
 
 
 # --------------------------------------------------------------------------- discovery
@@ -223,6 +228,11 @@ def _validate(key: str, shown: str, value: Any, where: str) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{where} '{shown}' must be true or false, got {value!r}")
         return value
+    if key in _VERSION_KEYS:
+        # a TOML number is refused: 2.10 would read as 2.1
+        if not isinstance(value, str) or parse_version(value) is None:
+            raise ConfigError(f'{where} \'{shown}\' must be a torch version string like "2.13", got {value!r}')
+        return value.strip()
     if not isinstance(value, dict):
         raise ConfigError(f"{where} '{shown}' must be a table, got {value!r}")
     if key == "per_file_ignores":

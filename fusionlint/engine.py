@@ -16,6 +16,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from fusionlint.analysis.compiled import mark_compiled
 from fusionlint.analysis.context import NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
+from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.registry import handled_node_types
 from fusionlint.rule import Edit, FileError, Finding, Fix, Rule
@@ -30,9 +31,17 @@ _SKIP_FILE = re.compile(r"#\s*fusionlint\s*:\s*skip-file\b")
 class Engine:
     """Lints sources with a fixed set of rules against one ProjectIndex."""
 
-    def __init__(self, rules: Iterable[type[Rule]], project: Optional[ProjectIndex] = None) -> None:
+    def __init__(
+        self,
+        rules: Iterable[type[Rule]],
+        project: Optional[ProjectIndex] = None,
+        target_torch: Optional[tuple[int, int]] = None,
+    ) -> None:
         self.rules = list(rules)
         self.project = project if project is not None else ProjectIndex()
+        # the torch version rules judge against (`target-torch`); never the one that happens to be installed
+        # unless that is the default the run resolved
+        self.target_torch = target_torch if target_torch is not None else torch_target.default_target()
 
     def lint_source(self, source: str, path: str) -> tuple[list[Finding], Optional[FileError]]:
         """Findings for one file (suppressions applied), or the error that stopped it."""
@@ -71,7 +80,7 @@ class Engine:
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
         index = Collector(wanted).collect(module)
         mark_compiled(index, self.project)
-        ctx = RuleContext(module, index, self.project, path)
+        ctx = RuleContext(module, index, self.project, path, torch_version=self.target_torch)
         for rule_cls in rules:
             rule = rule_cls()
             compiled_only = rule.scope == "compiled"

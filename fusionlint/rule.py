@@ -108,6 +108,7 @@ class RunResult:
     files_found: int = 0
     files_checked: int = 0  # of those, the files every rule ran on (no file error)
     fixed: int = 0  # fixes applied (with --fix)
+    target_torch: Optional[str] = None  # the torch version findings were judged against ("2.13")
 
 
 @dataclass(frozen=True)

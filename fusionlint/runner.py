@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from fusionlint import config as config_mod
+from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.config import Settings
 from fusionlint.engine import Engine
@@ -84,7 +85,9 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             continue
         project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
-    engine = Engine(rules, project)
+    target = torch_target.resolve(settings.target_torch)
+    out.result.target_torch = torch_target.format_version(target)
+    engine = Engine(rules, project, target_torch=target)
     may_write = _WritableArea(paths, settings.root)
 
     for path, shown, text, encoding in sources:

@@ -31,7 +31,7 @@ It flags only the uses measured to recompile on **every** new value:
 - a `float` passed where the op takes a Python scalar: `clamp`/`clip` bounds, `pow`/`**`
   exponent, `masked_fill` value, `lerp` weight, `alpha=`, `F.hardtanh` bounds,
   `F.dropout` `p`, `torch.full_like` fill value;
-- with torch < 2.13 only (the installed torch decides): a float that goes through Python
+- with a `target-torch` below 2.13 only (see README, Configuration): a float that goes through Python
   arithmetic first, e.g. `x * (1.0 / self.temperature)`.
 
 ## Why is this bad?
@@ -94,9 +94,29 @@ in place: `*=`→`.mul_()`, `+=`→`.add_()`, `-=`→`.sub_()`, `/=`→`.div_()`
 with a 0-d tensor: tensor operands, comparisons with tensors, `clamp` bounds that are all this
 attribute (a tensor bound next to a Python-number bound breaks the graph, measured GB0033),
 `pow` exponents, `masked_fill` values and `lerp` weights in compiled code. Any other read (an
-`if self.threshold > 1:`, an f-string, `math.*`, a shape argument, `alpha=`) or a write in
-another file means no fix. Reads in other files cannot be seen: there `model.threshold` becomes a
-tensor (it prints as `tensor(4.5)`), and `model.half()`/`.to()` now convert and move it.
+`if self.threshold > 1:`, an f-string, `math.*`, a shape argument, `alpha=`) means no fix.
+
+What the buffer changes, measured with torch 2.13 CPU, and what is checked before the fix is offered
+(in every file of the run; the finding then ends with "no automatic fix: ..." and says where):
+- **Assigning a number raises.** A buffer accepts only tensors: `model.threshold = 3.0` (or
+  `self.threshold = 3.0` in a subclass) raises `TypeError: cannot assign 'float' as buffer
+  'threshold'`. Checked: any `x.threshold = ...` / `x.threshold op= ...` outside the class in
+  another file, and `self.threshold = ...` in another class. Same-file `model.threshold = v` writes
+  are rewritten to `.fill_(v)` instead.
+- **It is no longer a Python number.** `round(model.threshold, 2)` raises (`Tensor doesn't define
+  __round__`), `json.dumps(model.threshold)` raises (not JSON serializable), `str()`/`f"{...}"`
+  print `tensor(4.5000)`, `float()` gives the float32 value (3.6449997 instead of 3.645). Checked:
+  `round(`, `float(`, `int(`, `str(`, `repr(`, `math.*(` of `x.threshold`, and `x.threshold` in the
+  arguments of `json.dump(s)(` or `.format(` or in an f-string field, in any file of the run
+  (one line at a time: a call spread over lines is not seen). Attribute names collide, so a use of some other object's `threshold` also withholds the fix (the
+  finding stays). Files outside the run are not seen.
+- **Precision.** The buffer is float32 where the attribute was a Python float (float64): on the
+  fixture (10 anneals by `*= 0.9`) the outputs differ by up to 3.6e-7.
+- **Dtype casts.** `model.to(torch.bfloat16)` / `.half()` cast floating-point buffers too, so the
+  value is then stored and updated in bfloat16: on the fixture the threshold after 10 anneals was
+  1.7578 instead of 1.7434, and the outputs differed by up to 2.9e-3. Not checked: if you cast the
+  model, keep the attribute a Python number (and accept the recompiles) or re-create the buffer in
+  float32 after the cast. `.to(device)` moves it, which the Python number never needed.
 
 ## PyTorch reference
 No graph-break id (this is a recompile, not a break). Guards and recompiles:
@@ -272,8 +292,10 @@ class MutatedScalarAttribute(Rule):
             f"{why} and is changed {where}: every new value recompiles, and after 8 recompiles "
             "(recompile_limit) the forward runs eagerly; keep it in a buffer updated in place"
         )
-        fix = buffer_fix(
+        fix, why_not = buffer_fix(
             ctx, cls, attr, writes, allow_compiled_writes=False,
             title=f"store `{attr}` in a non-persistent buffer and update it in place",
         )
+        if why_not:
+            message += f"; no automatic fix: {why_not}"
         ctx.report(use.site, message, fix=fix)

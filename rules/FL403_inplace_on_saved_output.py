@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.inplace import AUG_OPS, inplace_call_target, out_of_place_call
+from fusionlint.analysis.inplace import AUG_OPS, inplace_call_target, out_of_place_call, under_no_grad
 from fusionlint.analysis.scope import names_always_bound_to
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
 
@@ -26,7 +26,6 @@ _FIXABLE = frozenset(
 )
 # Augmented assignments that get the out-of-place fix.
 _FIXABLE_AUG = frozenset({cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.PowerAssign})
-_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled"})
 
 
 def _saving_op(expr: Optional[cst.BaseExpression], qualname) -> Optional[str]:
@@ -148,22 +147,6 @@ stops writing into any other alias of `y`.
         return self._names[key].get(expr.value)
 
     @staticmethod
-    def _no_grad(ctx) -> bool:
-        for parent in ctx.iter_parents():
-            if isinstance(parent, cst.With):
-                for item in parent.items:
-                    call = item.item
-                    func = call.func if isinstance(call, cst.Call) else call
-                    if (ctx.qualname(func) or "") in _NO_GRAD:
-                        return True
-            if isinstance(parent, cst.FunctionDef):
-                for dec in parent.decorators:
-                    expr = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-                    if (ctx.qualname(expr) or "") in _NO_GRAD:
-                        return True
-        return False
-
-    @staticmethod
     def _msg(name: str, op: str, how: str) -> str:
         return (
             f"`{name}` holds the output of `{op}`, which autograd saves for backward; writing it in place ({how}) "
@@ -177,7 +160,7 @@ stops writing into any other alias of `y`.
             return
         target, method, is_method = written
         op = self._saved(target, ctx)
-        if op is None or self._no_grad(ctx):
+        if op is None or under_no_grad(ctx):
             return
         if not is_method:  # torch.clamp_(y, ...)
             ctx.report(node, self._msg(ctx.code(target), op, f"`{method}`"))
@@ -194,7 +177,7 @@ stops writing into any other alias of `y`.
 
     def visit_AugAssign(self, node: cst.AugAssign, ctx) -> None:
         op = self._saved(node.target, ctx)
-        if op is None or self._no_grad(ctx):
+        if op is None or under_no_grad(ctx):
             return
         name = ctx.code(node.target)
         symbol = AUG_OPS.get(type(node.operator)) if type(node.operator) in _FIXABLE_AUG else None
@@ -211,6 +194,6 @@ stops writing into any other alias of `y`.
             t = target.target
             if isinstance(t, cst.Subscript):
                 op = self._saved(t.value, ctx)
-                if op is not None and not self._no_grad(ctx):
+                if op is not None and not under_no_grad(ctx):
                     ctx.report(node, self._msg(ctx.code(t.value), op, "item assignment"))
                     return

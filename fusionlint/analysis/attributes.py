@@ -7,7 +7,6 @@ changed); the buffer fix FL201 and FL203 offer is ``fusionlint.analysis.buffer_f
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -314,14 +313,18 @@ def _receiver_root(expr: cst.BaseExpression) -> Optional[str]:
 
 
 class FileFacts:
-    """Per file: writes and reads of attribute names on objects other than ``self`` (``model.t = v``)."""
+    """Per file: writes and reads of attribute names on objects other than ``self`` (``model.t = v``),
+    and every statement assigning ``self.<name>`` in any class of the file."""
 
     def __init__(self, sites: Iterable[tuple[cst.Attribute, Optional[cst.CSTNode]]]) -> None:
         self.writes: dict[str, list[cst.CSTNode]] = {}
         self.reads: dict[str, list[cst.Attribute]] = {}
+        self.self_writes: dict[str, list[cst.CSTNode]] = {}
         self.unparsed_targets: set[str] = set()
         for node, stmt in sites:
             if self_attr(node) is not None:
+                if stmt is not None:
+                    self.self_writes.setdefault(node.attr.value, []).append(stmt)
                 continue
             if stmt is not None:  # `obj.attr = ...`, `obj.attr op= ...`, `obj.attr: T = ...`
                 root = _receiver_root(node.value)
@@ -454,34 +457,12 @@ def class_reads(ctx, cls, attr: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# The torch version the user runs (gates the one form whose cost differs between versions)
+# The torch version the findings are judged against (gates the one form whose cost differs)
 
 
-@functools.lru_cache(maxsize=1)
-def _installed_torch() -> Optional[tuple[int, int]]:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        text = version("torch")
-    except PackageNotFoundError:
-        return None
-    except Exception:  # broken metadata: behave as if unknown
-        return None
-    parts = text.split("+", 1)[0].split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (ValueError, IndexError):
-        return None
-
-
-def target_torch(ctx) -> Optional[tuple[int, int]]:
-    """The torch version findings are judged against: the context's if it has one, else the installed one."""
-    explicit = getattr(ctx, "torch_version", None)
-    if isinstance(explicit, tuple) and len(explicit) >= 2:
-        return int(explicit[0]), int(explicit[1])
-    return _installed_torch()
+def target_torch(ctx) -> tuple[int, int]:
+    """The run's ``target-torch`` (fusionlint.torch_target), handed to the rule context by the engine."""
+    return ctx.torch_version
 
 
 def recompiles_every_value(use: Use, kind: str, ctx) -> bool:
@@ -491,6 +472,5 @@ def recompiles_every_value(use: Use, kind: str, ctx) -> bool:
     if use.kind == "scalar-arg":
         return True
     if use.kind == "arith" and use.derived:
-        version = target_torch(ctx)
-        return version is not None and version < (2, 13)  # 2.11 (CPU+H200): every call; 2.13: once
+        return target_torch(ctx) < (2, 13)  # 2.11 (CPU+H200): every call; 2.13: once
     return False

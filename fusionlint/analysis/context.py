@@ -53,11 +53,14 @@ class Report:
 class RuleContext:
     """Handed to every rule handler; cheap to create (one per file, re-pointed per node)."""
 
-    def __init__(self, module: cst.Module, index: FileIndex, project: ProjectIndex, path: str) -> None:
+    def __init__(
+        self, module: cst.Module, index: FileIndex, project: ProjectIndex, path: str, *, torch_version: tuple[int, int]
+    ) -> None:
         self.module = module
         self.file = index
         self.project = project
         self.path = path
+        self.torch_version = torch_version  # (major, minor) findings are judged against: `target-torch`
         self.reports: list[Report] = []
         self.function: Optional[FunctionInfo] = None
         self.cls: Optional[ClassInfo] = None

@@ -1,5 +1,6 @@
 """In-place writes: which tensor methods write elements, which expressions are parameters, and the
-``with torch.no_grad():`` rewrite. Shared by FL401, FL402, FL403 and FL405.
+``with torch.no_grad():`` rewrite and the test for code already under it. Shared by FL401, FL402, FL403
+and FL405.
 """
 
 from __future__ import annotations
@@ -17,6 +18,31 @@ _NOT_WRITES = frozenset(
      "untyped_storage_"}
 )
 _PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
+_GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode"})
+
+
+def _turns_grad_off(expr: cst.BaseExpression, ctx) -> bool:
+    """``torch.no_grad()``, ``torch.inference_mode()`` or ``torch.set_grad_enabled(False)``."""
+    func = expr.func if isinstance(expr, cst.Call) else expr
+    qual = ctx.qualname(func) or ""
+    if qual in _GRAD_OFF:
+        return True
+    if qual == "torch.set_grad_enabled" and isinstance(expr, cst.Call) and expr.args:
+        first = expr.args[0].value
+        return isinstance(first, cst.Name) and first.value == "False"
+    return False
+
+
+def under_no_grad(ctx) -> bool:
+    """The current node runs with autograd off: inside ``with torch.no_grad():`` (or inference_mode,
+    ``set_grad_enabled(False)``), or in a function decorated with one of them."""
+    for parent in ctx.iter_parents():
+        if isinstance(parent, cst.With) and any(_turns_grad_off(item.item, ctx) for item in parent.items):
+            return True
+        if isinstance(parent, cst.FunctionDef):
+            if any(_turns_grad_off(dec.decorator, ctx) for dec in parent.decorators):
+                return True
+    return False
 
 
 def is_inplace_write(method: str) -> bool:

@@ -3,12 +3,14 @@
 The run needs a few project-wide answers before it lints one file: which class names are
 ``nn.Module`` / ``autograd.Function`` subclasses (``class Block(MyBase)`` where ``MyBase`` lives
 elsewhere), which functions are decorated ``torch.compiler.disable``, and where attributes are
-assigned (``model.threshold = ...``). A regular-expression scan answers them at a small fraction
-of a parse, so the index never costs a parse and screening can still skip most files.
+assigned (``model.threshold = ...``) or used as a Python number (``round(model.threshold, 2)``). A
+regular-expression scan answers them at a small fraction of a parse, so the index never costs a
+parse and screening can still skip most files.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,6 +27,15 @@ _DISABLE_ASSIGN_RE = re.compile(
 )
 # `obj.attr = value` and `obj.attr op= value`, but not `==`, `<=`, `>=`, `!=`.
 _ATTR_WRITE_RE = re.compile(r"\b(\w+)\.(\w+)[ \t]*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)")
+# Code that needs an attribute to be a Python number (the buffer fix would hand it a tensor):
+# `round(m.t, 2)`, `float(m.t)`, `int(`, `str(`, `repr(`, `math.log(m.t)` take it as first argument...
+_CONVERT_RE = re.compile(r"\b(round|float|int|str|repr|math\.\w+)\([ \t]*\w+(?:\.\w+)*\.(\w+)[ \t]*[,)]")
+# ...`json.dumps(...)`/`.format(...)` anywhere in their arguments on that line, f-strings in a `{}` field.
+_SERIALISE_RE = re.compile(r"\b(json\.dumps?|\.format)\(([^\n]*)")
+_FSTRING_RE = re.compile(r"""\b[fF][rR]?(?:'[^'\n]*'|"[^"\n]*")""")
+_FIELD_RE = re.compile(r"\{([^{}\n]*)\}")
+_NEWLINE_RE = re.compile("\n")
+_DOTTED_ATTR_RE = re.compile(r"\b\w+(?:\.\w+)*\.(\w+)")
 
 MODULE_ROOTS = frozenset({"Module", "torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"})
 FUNCTION_ROOTS = frozenset(
@@ -55,7 +66,12 @@ class ProjectIndex:
     # class name -> base expressions as written (last component is enough to chase local bases)
     class_bases: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     disabled_functions: set[str] = field(default_factory=set)
+    # attribute name -> (path, line) of `obj.attr = ...` / `obj.attr op= ...` (obj is not `self`)
     attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
+    # attribute name -> (path, line) of `self.attr = ...` / `self.attr op= ...` in any class
+    self_attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
+    _texts: dict[str, str] = field(default_factory=dict)
+    _number_uses: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     _kind_cache: dict[str, str | None] = field(default_factory=dict)
 
     def add_file(self, path: str, text: str) -> None:
@@ -67,12 +83,36 @@ class ProjectIndex:
                 self.disabled_functions.add(match.group(2))
             for match in _DISABLE_ASSIGN_RE.finditer(text):
                 self.disabled_functions.add(match.group(1))
+        line_of = _LineOf(text)
         for match in _ATTR_WRITE_RE.finditer(text):
-            if match.group(1) == "self":
-                continue  # per-class writes come from the parsed file itself
-            line = text.count("\n", 0, match.start()) + 1
-            self.attribute_writes[match.group(2)].append((path, line))
+            writes = self.self_attribute_writes if match.group(1) == "self" else self.attribute_writes
+            writes[match.group(2)].append((path, line_of(match.start())))
+        self._texts[path] = text
+        self._number_uses.clear()
         self._kind_cache.clear()
+
+    def python_number_uses(self, attr: str) -> list[tuple[str, int, str]]:
+        """(path, line, how) wherever code in the run needs ``<obj>.attr`` as a Python number: "round(",
+        "json.dumps(", "an f-string"... Searched on demand (the buffer fix asks for one name at a time), so
+        indexing pays nothing for it; a literal search for ``.attr`` finds the lines to look at."""
+        if attr in self._number_uses:
+            return self._number_uses[attr]
+        found: list[tuple[str, int, str]] = []
+        needle = re.compile(r"\." + re.escape(attr) + r"\b")
+        for path, text in self._texts.items():
+            last_line = -1
+            for match in needle.finditer(text):
+                start = text.rfind("\n", 0, match.start()) + 1
+                if start == last_line:
+                    continue  # one look per line
+                last_line = start
+                end = text.find("\n", match.end())
+                line_text = text[start : end if end >= 0 else len(text)]
+                how = _number_use_on_line(line_text, attr)
+                if how is not None:
+                    found.append((path, text.count("\n", 0, start) + 1, how))
+        self._number_uses[attr] = found
+        return found
 
     def class_kind(self, name: str, _seen: frozenset[str] = frozenset()) -> str | None:
         """"module", "autograd_function" or None for a class name defined somewhere in the run."""
@@ -87,6 +127,34 @@ class ProjectIndex:
                 break
         self._kind_cache[name] = kind
         return kind
+
+
+def _number_use_on_line(line: str, attr: str) -> str | None:
+    """How ``line`` needs ``<obj>.attr`` as a Python number ("round(", "json.dumps(", "an f-string"), or None."""
+    for match in _CONVERT_RE.finditer(line):
+        if match.group(2) == attr:
+            return f"{match.group(1)}("
+    for match in _SERIALISE_RE.finditer(line):
+        if any(m.group(1) == attr for m in _DOTTED_ATTR_RE.finditer(match.group(2))):
+            return f"{match.group(1).lstrip('.')}("
+    for match in _FSTRING_RE.finditer(line):
+        for fld in _FIELD_RE.finditer(match.group(0)):
+            if any(m.group(1) == attr for m in _DOTTED_ATTR_RE.finditer(fld.group(1))):
+                return "an f-string"
+    return None
+
+
+class _LineOf:
+    """1-based line of an offset in ``text``; the newline offsets are found once, on first use."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts: list[int] | None = None
+
+    def __call__(self, offset: int) -> int:
+        if self._starts is None:
+            self._starts = [m.start() for m in _NEWLINE_RE.finditer(self._text)]
+        return bisect.bisect_left(self._starts, offset) + 1
 
 
 def base_kind(base: str, lookup) -> str | None:

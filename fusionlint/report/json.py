@@ -56,6 +56,7 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
     doc = {
         "version": tool_version,
         "schema_version": SCHEMA_VERSION,
+        "target_torch": result.target_torch,
         "findings": [finding_to_dict(f) for f in result.findings],
         "errors": [error_to_dict(e) for e in result.errors],
     }

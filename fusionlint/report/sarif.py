@@ -198,6 +198,8 @@ def build_log(
         if not automation_id.endswith("/"):
             automation_id += "/"
         run.automation_details = om.RunAutomationDetails(id=automation_id)
+    if result.target_torch:  # the torch version the findings were judged against (`target-torch`)
+        run.properties = {"targetTorch": result.target_torch}
 
     return om.SarifLog(version=SARIF_VERSION, schema_uri=SCHEMA_URI, runs=[run])
 

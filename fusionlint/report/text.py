@@ -120,7 +120,10 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
             if not quiet:
                 console.print()
     if not quiet:
-        console.print(_summary(result))
+        summary = _summary(result)
+        if result.target_torch:  # findings depend on the torch version judged against (`target-torch`)
+            summary.append(f" Target torch: {result.target_torch}.")
+        console.print(summary)
     return buffer.getvalue()
 
 
