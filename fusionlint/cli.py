@@ -106,7 +106,7 @@ def check(
     if diff:
         text = "".join(outcome.diffs)
         _emit(text, output)
-        for err in outcome.internal_errors + result.errors:
+        for err in result.errors:
             click.echo(f"{err.path}: {err.message}", err=True)
         code = EXIT_ERROR if outcome.internal_errors else (EXIT_FINDINGS if outcome.diffs else EXIT_CLEAN)
         raise click.exceptions.Exit(code)
@@ -121,15 +121,15 @@ def check(
             "quiet": quiet,
             "statistics": statistics,
             "category": category,
-            "internal_errors": outcome.internal_errors,
         },
     )
     try:
         _emit(rendered, output)
     except OSError as exc:
         raise _fail(f"cannot write {output}: {exc.strerror or exc}")
-    for err in outcome.internal_errors:
-        click.echo(f"fusionlint: {err.path}: {err.message}", err=True)
+    if fmt != "text" or output is not None:  # the text report on the terminal lists them already
+        for err in outcome.internal_errors:
+            click.echo(f"fusionlint: {err.path}: {err.message}", err=True)
     if outcome.internal_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
     if exit_zero:
