@@ -63,14 +63,14 @@ def main() -> int:
     label = ", ".join(f"{r.parent.name}" for r in roots)
     print(
         f"| {label} | {result.files_checked} | {lines:,} | {cpu:.2f} | {wall:.2f} | {lines / cpu:,.0f} | "
-        f"{len(result.findings)} | {len(result.errors) + len(outcome.internal_errors)} |"
+        f"{len(result.findings)} | {len(result.errors)} |"
     )
     print()
     print("| rule | findings |")
     print("|---|---|")
     for code, n in sorted(per_rule.items()):
         print(f"| {code} | {n} |")
-    for err in (outcome.internal_errors + result.errors)[:20]:
+    for err in result.errors[:20]:
         print(f"error: {err.path}: {err.message}", file=sys.stderr)
     if args.show:
         shown = collections.Counter()

@@ -147,7 +147,7 @@ def check(
     if diff:
         text = "".join(outcome.diffs)
         _emit(text, output)
-        for err in outcome.internal_errors + result.errors:
+        for err in result.errors:
             click.echo(f"{shown(err.path)}: {err.message}", err=True)
         code = EXIT_ERROR if outcome.internal_errors else (EXIT_FINDINGS if outcome.diffs else EXIT_CLEAN)
         raise click.exceptions.Exit(code)
@@ -164,15 +164,15 @@ def check(
             "statistics": statistics,
             "category": category,
             "docs_url": settings.docs_url,
-            "internal_errors": outcome.internal_errors,
         },
     )
     try:
         _emit(rendered, output, color=colored)
     except OSError as exc:
         raise _fail(f"cannot write {output}: {exc.strerror or exc}")
-    for err in outcome.internal_errors:
-        click.echo(f"fusionlint: {shown(err.path)}: {err.message}", err=True)
+    if fmt != "text" or output is not None:  # the text report on the terminal lists them already
+        for err in outcome.internal_errors:
+            click.echo(f"fusionlint: {shown(err.path)}: {err.message}", err=True)
     if outcome.internal_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
     if exit_zero:

@@ -1,13 +1,18 @@
-"""Lint one source text: screen, parse once, collect in one traversal, run rules, resolve positions.
+"""Lint one source text: screen, check with CPython's parser, parse once with libcst, collect in
+one traversal, run rules, resolve positions.
 
-Positions are resolved only for files that produced a report (PositionProvider re-renders the
-module, which costs about as much as the parse), and suppression comments are read only then too.
+CPython's parser goes first (``fusionlint.precheck``): it is ~10x cheaper than libcst, rejects
+invalid files before libcst builds a tree for them, and bounds the nesting depth and size that the
+analysis below ever sees. Positions are resolved only for files that produced a report
+(PositionProvider re-renders the module, which costs about as much as the parse), and suppression
+comments are read only then too. A rule that raises on a file costs only its own findings: the
+error becomes an entry for that file carrying the rule's code, and the other rules still run.
 """
 
 from __future__ import annotations
 
-import ast
 import re
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -18,14 +23,31 @@ from fusionlint.analysis.context import NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
 from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
+from fusionlint.precheck import Rejection, check_source, syntax_error
 from fusionlint.registry import handled_node_types
-from fusionlint.rule import Edit, FileError, Finding, Fix, Rule
+from fusionlint.rule import INTERNAL_ERROR_CODE, Edit, FileError, Finding, Fix, Rule
 from fusionlint.suppress import Suppressions
 
 # A file without any of these cannot contain code torch.compile traces (forward methods,
 # autograd Functions, torch.compile'd functions), so compiled-scope rules can skip it unparsed.
 _COMPILED_MARKERS = ("forward", "compile", "Function", "backward")
 _SKIP_FILE = re.compile(r"#\s*fusionlint\s*:\s*skip-file\b")
+
+
+@dataclass
+class FileLint:
+    """What linting one file gave: its findings, or the error that stopped it, plus rule crashes."""
+
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[FileError] = None  # the file could not be analysed at all (syntax, too deep...)
+    rule_errors: list[FileError] = field(default_factory=list)  # rules that raised; the others ran
+
+
+@dataclass
+class _RuleCrash:
+    rule: type[Rule]
+    node: Optional[cst.CSTNode]  # the node the rule was looking at, for the error's position
+    exc: Exception
 
 
 class Engine:
@@ -44,25 +66,42 @@ class Engine:
         self.target_torch = target_torch if target_torch is not None else torch_target.default_target()
 
     def lint_source(self, source: str, path: str) -> tuple[list[Finding], Optional[FileError]]:
-        """Findings for one file (suppressions applied), or the error that stopped it."""
+        """Findings for one file (suppressions applied), and the error that stopped it or the
+        first rule that crashed (``lint`` gives every crash)."""
+        result = self.lint(source, path)
+        return result.findings, result.error or (result.rule_errors[0] if result.rule_errors else None)
+
+    def lint(self, source: str, path: str) -> FileLint:
+        """Findings for one file (suppressions applied), the error that stopped it, rule crashes."""
         if _SKIP_FILE.search(source) and Suppressions.from_source(source).skip_file:
-            return [], None
+            return FileLint()
         rules = self._screen(source)
         if not rules:
-            # No rule can fire, so skip libcst; CPython's parser (~4x faster) still reports syntax errors.
-            return [], _python_syntax_error(source, path)
+            # No rule can fire, so skip libcst and the depth check; CPython's parser still reports syntax errors.
+            return FileLint(error=_file_error(path, syntax_error(source, path)))
+        rejected = check_source(source, path)
+        if rejected is not None:
+            return FileLint(error=_file_error(path, rejected))
         try:
             module = cst.parse_module(source)
-        except cst.ParserSyntaxError as exc:
-            return [], _syntax_error(source, path, exc)
-        except (RecursionError, MemoryError) as exc:  # pathological nesting
-            return [], FileError(path, f"cannot parse: {type(exc).__name__}")
-        reports = self._run_rules(module, rules, path)
-        if not reports:
-            return [], None
-        findings = self._to_findings(module, reports, path)
+        except cst.ParserSyntaxError as exc:  # CPython accepted it: a construct libcst does not know
+            return FileLint(error=FileError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1))
+        except (RecursionError, MemoryError) as exc:
+            return FileLint(error=FileError(path, f"cannot parse: {type(exc).__name__}"))
+        try:
+            reports, crashes = self._run_rules(module, rules, path)
+        except RecursionError:  # indexing the file (not a rule): the depth limit should prevent it
+            return FileLint(error=FileError(path, "too deeply nested to analyse (Python's recursion limit)"))
+        if not reports and not crashes:
+            return FileLint()
+        try:
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        except RecursionError:
+            return FileLint(error=FileError(path, "too deeply nested to analyse (Python's recursion limit)"))
+        findings = self._to_findings(module, positions, reports, path)
         suppressions = Suppressions.from_source(source)
-        return [f for f in findings if not suppressions.is_suppressed(f.code, f.line, f.end_line)], None
+        kept = [f for f in findings if not suppressions.is_suppressed(f.code, f.line, f.end_line)]
+        return FileLint(kept, rule_errors=[_crash_error(positions, crash, path) for crash in crashes])
 
     def _screen(self, source: str) -> list[type[Rule]]:
         """Rules that could fire on this text at all, judged before parsing."""
@@ -76,25 +115,30 @@ class Engine:
             out.append(rule)
         return out
 
-    def _run_rules(self, module: cst.Module, rules: list[type[Rule]], path: str) -> list[Report]:
+    def _run_rules(self, module: cst.Module, rules: list[type[Rule]], path: str) -> tuple[list[Report], list[_RuleCrash]]:
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
         index = Collector(wanted).collect(module)
         mark_compiled(index, self.project)
         ctx = RuleContext(module, index, self.project, path, torch_version=self.target_torch)
+        crashes: list[_RuleCrash] = []
         for rule_cls in rules:
-            rule = rule_cls()
-            compiled_only = rule.scope == "compiled"
-            for node_type in sorted(handled_node_types(rule_cls)):
-                handler = getattr(rule, "visit_" + node_type)
-                for rec in index.records.get(node_type, ()):
-                    if compiled_only and (rec.function is None or rec.function.chain is None):
-                        continue
-                    ctx._point(rule, rec.node, rec.function, rec.cls, rec.parents)
-                    handler(rec.node, ctx)
-        return ctx.reports
+            node: Optional[cst.CSTNode] = None
+            try:
+                rule = rule_cls()
+                compiled_only = rule.scope == "compiled"
+                for node_type in sorted(handled_node_types(rule_cls)):
+                    handler = getattr(rule, "visit_" + node_type)
+                    for rec in index.records.get(node_type, ()):
+                        if compiled_only and (rec.function is None or rec.function.chain is None):
+                            continue
+                        node = rec.node
+                        ctx._point(rule, rec.node, rec.function, rec.cls, rec.parents)
+                        handler(rec.node, ctx)
+            except Exception as exc:  # a bug in this rule: it loses this file, the other rules do not
+                crashes.append(_RuleCrash(rule_cls, node, exc))
+        return ctx.reports, crashes
 
-    def _to_findings(self, module: cst.Module, reports: list[Report], path: str) -> list[Finding]:
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    def _to_findings(self, module: cst.Module, positions, reports: list[Report], path: str) -> list[Finding]:
         seen: set[tuple] = set()
         findings = []
         for report in reports:
@@ -128,20 +172,24 @@ class Engine:
         return findings
 
 
-def _python_syntax_error(source: str, path: str) -> Optional[FileError]:
-    try:
-        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as py:
-        return FileError(path, f"syntax error: {py.msg}", py.lineno or 1, py.offset or 1)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return FileError(path, f"cannot parse: {type(exc).__name__}: {exc}")
-    return None
+def _file_error(path: str, rejected: Optional[Rejection]) -> Optional[FileError]:
+    if rejected is None:
+        return None
+    return FileError(path, rejected.message, rejected.line, rejected.column)
 
 
-def _syntax_error(source: str, path: str, exc: cst.ParserSyntaxError) -> FileError:
-    """CPython's parser pinpoints syntax errors better than libcst's; ask it (only on this error path)."""
-    return _python_syntax_error(source, path) or FileError(
-        path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1
+def _crash_error(positions, crash: _RuleCrash, path: str) -> FileError:
+    rule, exc = crash.rule, crash.exc
+    where = positions.get(crash.node) if crash.node is not None else None
+    line, column = (where.start.line, where.start.column + 1) if where is not None else (None, None)
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return FileError(
+        path,
+        f"{rule.code} crashed ({detail}): a bug in fusionlint; this file's other rules were still checked",
+        line,
+        column,
+        code=INTERNAL_ERROR_CODE,
+        rule=rule.code,
     )
 
 

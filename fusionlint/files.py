@@ -15,6 +15,7 @@ Three jobs, all free of torch and libcst:
 
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import hashlib
 import io
@@ -367,11 +368,12 @@ def read_source(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     return read_source_encoded(path, max_bytes=max_bytes)[0]
 
 
-def read_source_encoded(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, str]:
+def read_source_encoded(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, writable: bool = False) -> tuple[str, str]:
     """``(text, encoding)``; ``encoding`` is what ``atomic_write`` needs to reproduce the bytes.
 
     It is the cookie's codec (a latin-1 file must not come back as UTF-8 under a latin-1
     cookie) or ``"utf-8-sig"`` when the file starts with a BOM (so the BOM is kept).
+    ``writable`` (for ``--fix``): also refuse a file whose codec cannot encode its text back.
     """
     try:
         with open(path, "rb") as fh:
@@ -403,8 +405,32 @@ def read_source_encoded(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tu
         if b"coding" in b"\n".join(data.splitlines()[:2]):
             raise SourceError(f"bad encoding declaration: {exc.msg}", line=exc.lineno) from None
         encoding = "utf-8"
+    text = _decode(data, encoding)
+    if writable and not _round_trips(text, data, encoding):
+        raise SourceError(
+            f"cannot fix a file declared as {encoding!r}: that codec does not give the file's bytes back",
+            line=_cookie_line(data),
+        )
+    return text, encoding
+
+
+def _decode(data: bytes, encoding: str) -> str:
+    """``data`` decoded with the cookie's codec; every way that fails is a ``SourceError``.
+
+    A cookie may name any registered codec, and some are no text encodings (``rot13``, ``hex``,
+    ``base64``, ``zlib``...: CPython refuses them with "is not a text encoding") or raise other
+    errors than UnicodeDecodeError (``punycode``, ``undefined``).
+    """
     try:
-        return data.decode(encoding), encoding
+        is_text = codecs.lookup(encoding)._is_text_encoding
+    except LookupError:  # detect_encoding looked it up already; a codec that vanished since
+        raise SourceError(f"bad encoding declaration: unknown encoding {encoding!r}", line=_cookie_line(data)) from None
+    if not is_text:
+        raise SourceError(
+            f"unsupported encoding declaration: {encoding!r} is not a text encoding", line=_cookie_line(data)
+        )
+    try:
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = _line_of(data, exc.start)
         bad = data[exc.start : exc.start + 1].hex()
@@ -413,6 +439,34 @@ def read_source_encoded(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tu
             f"{exc.start} (line {line})",
             line=line,
         ) from None
+    except (UnicodeError, LookupError, ValueError, TypeError) as exc:
+        raise SourceError(f"cannot decode file as {encoding}: {exc}", line=_cookie_line(data)) from None
+    if not isinstance(text, str):  # a third-party codec flagged as text that returns something else
+        raise SourceError(f"unsupported encoding declaration: {encoding!r} does not decode to text", line=_cookie_line(data))
+    return text
+
+
+def _round_trips(text: str, data: bytes, encoding: str) -> bool:
+    """Would writing ``text`` back with ``encoding`` give ``data`` again?
+
+    Checked both in one piece and the way a text file writes (an incremental encoder that is
+    never told the text is final): ``idna`` cannot encode a label over 63 characters, and its
+    incremental encoder holds back the last label, so a fixed file lost its end.
+    """
+    if encoding in ("utf-8", "utf-8-sig"):
+        return True  # the decode was strict, so encoding gives the same bytes
+    try:
+        whole = text.encode(encoding)
+        streamed = codecs.getincrementalencoder(encoding)().encode(text)
+    except (UnicodeError, LookupError, ValueError, TypeError):
+        return False
+    return whole == data and streamed == data
+
+
+def _cookie_line(data: bytes) -> int:
+    """The line (1 or 2) of the encoding declaration."""
+    first = data.split(b"\n", 1)[0]
+    return 1 if b"coding" in first else 2
 
 
 # --------------------------------------------------------------------------- paths & writing

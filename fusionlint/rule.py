@@ -88,15 +88,21 @@ class Finding:
         return (self.path, self.line, self.column, self.code)
 
 
+# FileError.code of a failure of fusionlint itself (a rule or the engine raised), not of the file.
+INTERNAL_ERROR_CODE = "internal"
+
+
 @dataclass
 class FileError:
-    """A file that could not be linted (unreadable, undecodable, syntax error...)."""
+    """A file that could not be linted (unreadable, undecodable, syntax error...), or an internal
+    error while linting it (``code == INTERNAL_ERROR_CODE``; ``rule`` names the rule that raised)."""
 
     path: str
     message: str
     line: Optional[int] = None
     column: Optional[int] = None
     code: str = "FL000"
+    rule: Optional[str] = None
 
 
 @dataclass

@@ -17,7 +17,7 @@ from fusionlint.files import SourceError, Snapshot, WriteRefused, discover, disp
 from fusionlint.lines import split_lines
 from fusionlint.fixes import fix_source
 from fusionlint.registry import all_rules, unknown_selectors
-from fusionlint.rule import FileError, Finding, Rule, RunResult
+from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, Finding, Rule, RunResult
 
 
 @dataclass
@@ -33,7 +33,11 @@ class RunOptions:
 class Run:
     result: RunResult
     diffs: list[str] = field(default_factory=list)
-    internal_errors: list[FileError] = field(default_factory=list)
+
+    @property
+    def internal_errors(self) -> list[FileError]:
+        """Failures of fusionlint itself; they are in ``result.errors`` too (every report lists them)."""
+        return [e for e in self.result.errors if e.code == INTERNAL_ERROR_CODE]
 
 
 def enabled_rules(settings: Settings) -> list[type[Rule]]:
@@ -76,7 +80,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         try:
             if options.fix:  # taken before reading: a change in between makes the write refuse, never lose it
                 snapshots[path] = Snapshot.take(path)
-            text, encoding = read_source_encoded(path)
+            text, encoding = read_source_encoded(path, writable=options.fix and not options.diff)
         except SourceError as exc:
             out.result.errors.append(FileError(shown, str(exc), exc.line))
             continue
@@ -91,24 +95,37 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     may_write = _WritableArea(paths, settings.root)
 
     for path, shown, text, encoding in sources:
-        def lint(source: str, shown: str = shown) -> list[Finding]:
-            found, error = engine.lint_source(source, shown)
-            if error is not None:
-                raise _LintFailed(error)
-            return [f for f in found if config_mod.is_selected(f.code, settings, default_enabled=True, path=shown)]
+        crashes: list[FileError] = []  # rules that raised on this file (in any fix round), once each
+
+        def lint(source: str, shown: str = shown, crashes: list[FileError] = crashes) -> list[Finding]:
+            linted = engine.lint(source, shown)
+            if linted.error is not None:
+                raise _LintFailed(linted.error)
+            for crash in linted.rule_errors:
+                if all((c.rule, c.message) != (crash.rule, crash.message) for c in crashes):
+                    crashes.append(crash)
+            return [f for f in linted.findings if config_mod.is_selected(f.code, settings, default_enabled=True, path=shown)]
 
         try:
             findings = lint(text)
         except _LintFailed as failed:
             out.result.errors.append(failed.error)
             continue
-        except Exception as exc:  # a bug in fusionlint or a rule: report it, keep going, exit 2
-            out.internal_errors.append(FileError(shown, f"internal error: {type(exc).__name__}: {exc}", code="internal"))
+        except Exception as exc:  # a bug in fusionlint outside any one rule: report it, keep going, exit 2
+            out.result.errors.append(
+                FileError(shown, f"internal error: {type(exc).__name__}: {exc}", code=INTERNAL_ERROR_CODE)
+            )
             continue
         out.result.files_checked += 1  # only files that every rule ran on
         if options.fix and findings:
             target = _FixTarget(path, shown, text, encoding, snapshots[path], may_write.why_not(path))
-            findings = _fix_file(target, findings, lint, options, out)
+            try:
+                findings = _fix_file(target, findings, lint, options, out)
+            except Exception as exc:  # same: this file's findings are still reported
+                out.result.errors.append(
+                    FileError(shown, f"internal error while fixing: {type(exc).__name__}: {exc}", code=INTERNAL_ERROR_CODE)
+                )
+        out.result.errors.extend(crashes)
         out.result.findings.extend(findings)
     out.result.findings.sort(key=lambda f: f.sort_key)
     return out

@@ -8,17 +8,9 @@ import libcst as cst
 
 from fusionlint.analysis.bindings import target_names
 from fusionlint.analysis.is_compiling import skipped_while_compiling
+from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
-
-
-def _int_value(expr: cst.BaseExpression) -> Optional[int]:
-    if isinstance(expr, cst.Integer):
-        try:
-            return int(expr.value, 0)
-        except ValueError:
-            return None
-    return None
 
 
 class _Loop:
@@ -118,13 +110,13 @@ class _Loop:
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value == "size" and len(expr.args) == 1:
-                return _int_value(expr.args[0].value) == 0 and self.batch_tensor(func.value)
+                return int_literal(expr.args[0].value) == 0 and self.batch_tensor(func.value)
             if isinstance(func, cst.Name) and func.value == "len" and self.ctx.qualname(func) == "len" and len(expr.args) == 1:
                 return self.surely_batch_tensor(expr.args[0].value)
             return False
         if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
             index = expr.slice[0].slice
-            if not (isinstance(index, cst.Index) and _int_value(index.value) == 0):
+            if not (isinstance(index, cst.Index) and int_literal(index.value) == 0):
                 return False
             return self._shape_of_batch(expr.value)
         if isinstance(expr, cst.Name):
@@ -192,10 +184,10 @@ def _dim_arg(call: cst.Call, position: int) -> Optional[int]:
     """The ``dim`` of ``x.unbind(dim)`` (position 0) / ``torch.unbind(x, dim)`` (position 1); 0 when absent."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "dim":
-            return _int_value(arg.value)
+            return int_literal(arg.value)
     positional = [a for a in call.args if a.keyword is None]
     if len(positional) > position:
-        return _int_value(positional[position].value)
+        return int_literal(positional[position].value)
     return 0
 
 

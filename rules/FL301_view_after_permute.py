@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.bindings import target_names
+from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Applicability, Effect, Invalid, Rule, Severity
 
@@ -39,14 +40,6 @@ def _op_name(node: cst.BaseExpression) -> str:
     return f".{node.func.attr.value}()"  # type: ignore[union-attr]
 
 
-def _int(expr: cst.BaseExpression) -> Optional[int]:
-    if isinstance(expr, cst.Integer):
-        return int(expr.value)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
-        return -int(expr.expression.value)
-    return None
-
-
 def _shape_args(call: cst.Call) -> Optional[list[cst.BaseExpression]]:
     """The dimensions passed to view/reshape/permute (``f(a, b)`` or ``f((a, b))``); None when starred."""
     args = list(call.args)
@@ -77,7 +70,7 @@ def _permutation(node: cst.BaseExpression, rank: Optional[int]) -> Optional[list
         dims = _shape_args(node)  # type: ignore[arg-type]
         if dims is None:
             return None
-        ints = [_int(d) for d in dims]
+        ints = [int_literal(d) for d in dims]
         if any(i is None for i in ints):
             return None
         n = len(ints)
@@ -86,7 +79,7 @@ def _permutation(node: cst.BaseExpression, rank: Optional[int]) -> Optional[list
         return [1, 0]
     if rank is None or len(node.args) != 2:  # type: ignore[union-attr]
         return None
-    a, b = (_int(arg.value) for arg in node.args)  # type: ignore[union-attr]
+    a, b = (int_literal(arg.value) for arg in node.args)  # type: ignore[union-attr]
     if a is None or b is None or not (-rank <= a < rank and -rank <= b < rank):
         return None
     a, b = a % rank, b % rank

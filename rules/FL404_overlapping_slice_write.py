@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.literals import int_literal
 from fusionlint.rule import Effect, Invalid, Rule, Severity
 
 # In-place methods that read their first argument while writing the receiver.
@@ -14,26 +15,15 @@ _BINARY_INPLACE = frozenset(
 )
 
 
-def _int(expr: Optional[cst.BaseExpression]) -> Optional[int]:
-    """A literal int (possibly negated); None for anything else."""
-    if expr is None:
-        return None
-    if isinstance(expr, cst.Integer):
-        return int(expr.value, 0)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
-        return -int(expr.expression.value, 0)
-    return None
-
-
 _WHOLE = object()  # a plain `:` (or absent start/stop): every index
 
 
 def _slice_bounds(sl: cst.Slice) -> Optional[tuple]:
     """(start, stop) of a step-1 slice with literal (or absent) bounds, else None."""
-    if sl.step is not None and _int(sl.step) != 1:
+    if sl.step is not None and int_literal(sl.step) != 1:
         return None
-    start = 0 if sl.lower is None else _int(sl.lower)
-    stop = _WHOLE if sl.upper is None else _int(sl.upper)
+    start = 0 if sl.lower is None else int_literal(sl.lower)
+    stop = _WHOLE if sl.upper is None else int_literal(sl.upper)
     if start is None or stop is None:
         return None
     return start, stop
@@ -78,7 +68,7 @@ def _shift(dst: cst.Subscript, src: cst.Subscript, code) -> Optional[str]:
 
 
 def _is_plain_index(expr: cst.BaseExpression) -> bool:
-    return _int(expr) is not None or (isinstance(expr, cst.Name) and expr.value in ("None", "Ellipsis")) or isinstance(
+    return int_literal(expr) is not None or (isinstance(expr, cst.Name) and expr.value in ("None", "Ellipsis")) or isinstance(
         expr, cst.Ellipsis
     )
 

@@ -14,6 +14,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
+from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.names import resolve
 from fusionlint.analysis.walk import iter_nodes
 
@@ -164,6 +165,12 @@ class TensorFacts:
         # names bound to a submodule's output (``outputs = self.model(x)``): ``outputs[0]`` is a tensor
         # even when ``outputs`` itself is a ModelOutput or a tuple
         self._module_outputs: set[str] = set()
+        # is_tensor / is_sequence answers per node (libcst nodes hash by identity), valid while the
+        # facts above stay as they are.
+        # Without them ``x[0][0]...`` re-derived every prefix of the chain at every level: 600
+        # subscripts took 10.7 CPU-s.
+        self._tensor_memo: dict[cst.CSTNode, bool] = {}
+        self._sequence_memo: dict[cst.CSTNode, bool] = {}
         self._params()
         self._assignments()
         self._not_tensors_by_use()
@@ -197,8 +204,13 @@ class TensorFacts:
             self._add(star.name.value)  # *args of a compiled function: tensors
 
     def _add(self, name: str) -> None:
-        if name not in self._blocked:
+        if name not in self._blocked and name not in self.names:
             self.names.add(name)
+            self._facts_changed()
+
+    def _facts_changed(self) -> None:
+        self._tensor_memo.clear()
+        self._sequence_memo.clear()
 
     @staticmethod
     def _is_static(node: cst.FunctionDef) -> bool:
@@ -252,13 +264,16 @@ class TensorFacts:
         if not suspects:
             return
         self.names -= suspects
+        self._facts_changed()
         try:
             blocked = {n for n in suspects if not any(self._plainly_tensor(v) for v in self._bindings.get(n, ()))}
         finally:
             self.names |= suspects
+            self._facts_changed()
         if blocked:
             self._blocked = blocked
             self.names, self.sequences = set(), set()
+            self._facts_changed()
             self._params()
             self._fixpoint()
 
@@ -284,8 +299,9 @@ class TensorFacts:
         if isinstance(target, cst.Name):
             if self.is_tensor(value):
                 self._add(target.value)
-            elif self.is_sequence(value) and target.value not in self._blocked:
+            elif self.is_sequence(value) and target.value not in self._blocked and target.value not in self.sequences:
                 self.sequences.add(target.value)
+                self._facts_changed()
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
@@ -318,6 +334,14 @@ class TensorFacts:
         ``x.nonzero(as_tuple=True)``, a name bound to one, or a slice of one."""
         if isinstance(expr, cst.Name):
             return expr.value in self.sequences
+        known = self._sequence_memo.get(expr)
+        if known is None:
+            known = self._sequence_memo[expr] = self._is_sequence(expr)
+        return known
+
+    def _is_sequence(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value in self.sequences
         if isinstance(expr, cst.Subscript):
             return self.is_sequence(expr.value) and _is_slice(expr)
         if not isinstance(expr, cst.Call):
@@ -347,6 +371,14 @@ class TensorFacts:
 
     # -- the predicate ---------------------------------------------------------------------------
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value in self.names
+        known = self._tensor_memo.get(expr)
+        if known is None:
+            known = self._tensor_memo[expr] = self._is_tensor(expr)
+        return known
+
+    def _is_tensor(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
             return expr.value in self.names
         if isinstance(expr, cst.Attribute):
@@ -415,8 +447,7 @@ def _first_item(sub: cst.Subscript) -> bool:
     """``x[0]``."""
     if len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
         return False
-    value = sub.slice[0].slice.value
-    return isinstance(value, cst.Integer) and value.value == "0"
+    return int_literal(sub.slice[0].slice.value) == 0
 
 
 def _is_slice(sub: cst.Subscript) -> bool:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Mapping, Optional
 
-from fusionlint.rule import Edit, FileError, Finding, RunResult
+from fusionlint.rule import INTERNAL_ERROR_CODE, Edit, FileError, Finding, RunResult
 
 SCHEMA_VERSION = 1
 
@@ -49,6 +49,10 @@ def error_to_dict(e: FileError) -> dict:
         out["line"] = e.line
     if e.column is not None:
         out["column"] = e.column
+    if e.code == INTERNAL_ERROR_CODE:  # fusionlint failed, not the file; absent for file errors
+        out["code"] = e.code
+        if e.rule is not None:
+            out["rule"] = e.rule
     return out
 
 

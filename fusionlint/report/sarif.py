@@ -50,7 +50,7 @@ import attr
 import sarif_om as om
 
 from fusionlint.report.github import repository_path, repository_root
-from fusionlint.rule import Applicability, FileError, Finding, Rule, RunResult, Severity
+from fusionlint.rule import INTERNAL_ERROR_CODE, Applicability, FileError, Finding, Rule, RunResult, Severity
 
 SARIF_VERSION = "2.1.0"
 SCHEMA_URI = (
@@ -85,7 +85,6 @@ _TOOL_ERROR_NOTIFICATION = (
     "fusionlint reported an error.",
     "fusionlint reported an error while linting; the notification's message says which.",
 )
-INTERNAL_ERROR_CODE = "internal"  # FileError.code the runner uses for its own failures
 
 
 def render(
