@@ -527,6 +527,8 @@ def write_fixed(path: Path, text: str, *, encoding: str, expected: Snapshot) -> 
     """
     target = Path(os.path.realpath(path))
     data = text.encode(encoding)  # before anything is touched: an unencodable fix changes nothing
+    if data.decode(encoding) != text:  # a codec that does not round-trip (idna) would corrupt the file
+        raise WriteRefused(f"the fixed text does not survive encoding as {encoding}; not fixed")
     try:
         now = Snapshot.take(target)
         st = os.stat(target)

@@ -207,3 +207,14 @@ def test_fix_does_not_write_through_a_symlink_out_of_the_project(tmp_path):
     named = check(["--fix", "pkg/link.py"], project)  # named explicitly: the user asked for it
     assert named.exit_code == 0, named.output
     assert target.read_text() == HEAD + FIXED_BODY and (project / "pkg" / "link.py").is_symlink()
+
+
+def test_write_fixed_refuses_text_its_codec_cannot_round_trip(tmp_path):
+    from fusionlint.files import Snapshot, WriteRefused, write_fixed
+
+    path = tmp_path / "m.py"
+    path.write_bytes(b"x = 1\n")
+    with pytest.raises(WriteRefused):
+        # idna's encoder drops what it cannot map (Python's text writer lost a file's tail this way)
+        write_fixed(path, "a.b\u3002c\n", encoding="idna", expected=Snapshot.take(path))
+    assert path.read_bytes() == b"x = 1\n"
