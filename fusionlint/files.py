@@ -540,22 +540,26 @@ def write_fixed(path: Path, text: str, *, encoding: str, expected: Snapshot) -> 
         raise WriteRefused("file changed on disk after it was read; not fixed (run again)")
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise WriteRefused("file is read-only; not fixed")
-    if st.st_nlink > 1 or not _replace_keeping_owner(target, data, st):
+    if st.st_nlink > 1 or not _replace(target, data, stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid)):
         _write_in_place(target, data)
 
 
-def _replace_keeping_owner(target: Path, data: bytes, st: os.stat_result) -> bool:
-    """Atomic replace with the old file's mode, owner and group; False when the owner cannot be kept."""
+def _replace(target: Path, data: bytes, mode: int, owner: Optional[tuple[int, int]] = None) -> bool:
+    """Replace ``target`` atomically with ``data`` (readers see the old or the new file, never half).
+
+    The new file gets ``mode`` and, when given, ``owner`` (uid, gid); False (nothing changed) when
+    the owner cannot be given to it.
+    """
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        os.chmod(tmp, mode)  # mkstemp creates 0600
+        if owner is not None and owner != (os.geteuid(), os.getegid()):
             try:
-                os.chown(tmp, st.st_uid, st.st_gid)
+                os.chown(tmp, *owner)
             except PermissionError:
                 os.unlink(tmp)
                 return False
@@ -599,28 +603,14 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_write(path: Path, text: str, *, encoding: str = "utf-8") -> None:
     """Replace ``path`` with ``text`` so readers see the old or the new file, never half of one.
 
-    ``text`` is written byte for byte (``newline=""``): callers pass the file's own newline
-    style and it is kept. The original permission bits are kept; a symlink is followed so the
-    link stays a link and its target gets the new content.
+    ``text`` is written byte for byte: callers pass the file's own newline style and it is kept.
+    The original permission bits are kept; a symlink is followed so the link stays a link and its
+    target gets the new content.
     """
     target = Path(os.path.realpath(path))
+    data = text.encode(encoding)
     try:
-        mode: Optional[int] = stat.S_IMODE(os.stat(target).st_mode)
+        mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        # mkstemp creates 0600; a fixed file must keep its mode (e.g. an executable script).
-        os.chmod(tmp, mode if mode is not None else 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(target.parent)
+        mode = 0o644
+    _replace(target, data, mode)
