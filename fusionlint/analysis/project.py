@@ -48,31 +48,92 @@ def is_autograd_function_base(qualname: str) -> bool:
     return qualname in ("torch.autograd.Function", "torch.autograd.function.Function")
 
 
+@dataclass(frozen=True)
+class _FileFacts:
+    """What one file contributed, kept so that a changed file can be taken back out exactly."""
+
+    class_bases: tuple[tuple[str, tuple[str, ...]], ...]
+    disabled: tuple[str, ...]
+    attribute_writes: tuple[tuple[str, int], ...]  # (attribute, line)
+
+
+def _scan(text: str) -> _FileFacts:
+    classes = []
+    for match in _CLASS_RE.finditer(text):
+        bases = [b.strip() for b in match.group(2).split(",")]
+        classes.append((match.group(1), tuple(b for b in bases if b and "=" not in b)))
+    disabled: list[str] = []
+    if "disable" in text:
+        disabled.extend(m.group(2) for m in _DISABLE_RE.finditer(text))
+        disabled.extend(m.group(1) for m in _DISABLE_ASSIGN_RE.finditer(text))
+    writes = []
+    for match in _ATTR_WRITE_RE.finditer(text):
+        if match.group(1) == "self":
+            continue  # per-class writes come from the parsed file itself
+        writes.append((match.group(2), text.count("\n", 0, match.start()) + 1))
+    return _FileFacts(tuple(classes), tuple(disabled), tuple(writes))
+
+
 @dataclass
 class ProjectIndex:
-    """What one run knows about all of its files."""
+    """What one run (or one editor workspace) knows about all of its files.
+
+    Files can be added, replaced and removed one at a time (``update_file``/``remove_file``):
+    the language server re-scans only the file that changed, never the whole project.
+    """
 
     # class name -> base expressions as written (last component is enough to chase local bases)
     class_bases: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     disabled_functions: set[str] = field(default_factory=set)
     attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
     _kind_cache: dict[str, str | None] = field(default_factory=dict)
+    _files: dict[str, _FileFacts] = field(default_factory=dict)
+    _disabled_count: dict[str, int] = field(default_factory=dict)  # files declaring each name disabled
 
     def add_file(self, path: str, text: str) -> None:
-        for match in _CLASS_RE.finditer(text):
-            bases = [b.strip() for b in match.group(2).split(",")]
-            self.class_bases[match.group(1)].extend(b for b in bases if b and "=" not in b)
-        if "disable" in text:
-            for match in _DISABLE_RE.finditer(text):
-                self.disabled_functions.add(match.group(2))
-            for match in _DISABLE_ASSIGN_RE.finditer(text):
-                self.disabled_functions.add(match.group(1))
-        for match in _ATTR_WRITE_RE.finditer(text):
-            if match.group(1) == "self":
-                continue  # per-class writes come from the parsed file itself
-            line = text.count("\n", 0, match.start()) + 1
-            self.attribute_writes[match.group(2)].append((path, line))
+        self.update_file(path, text)
+
+    def update_file(self, path: str, text: str) -> None:
+        """Index ``text`` as the content of ``path``, replacing what an earlier version contributed."""
+        facts = _scan(text)
+        if self._files.get(path) == facts:
+            return  # an edit inside a function body: nothing cross-file changed
+        self.remove_file(path)
+        self._files[path] = facts
+        for name, bases in facts.class_bases:
+            self.class_bases[name].extend(bases)
+        for name in facts.disabled:
+            self._disabled_count[name] = self._disabled_count.get(name, 0) + 1
+            self.disabled_functions.add(name)
+        for attr, line in facts.attribute_writes:
+            self.attribute_writes[attr].append((path, line))
         self._kind_cache.clear()
+
+    def remove_file(self, path: str) -> None:
+        facts = self._files.pop(path, None)
+        if facts is None:
+            return
+        for name, bases in facts.class_bases:
+            kept = self.class_bases[name]
+            for base in bases:
+                kept.remove(base)
+            if not kept:
+                del self.class_bases[name]
+        for name in facts.disabled:
+            self._disabled_count[name] -= 1
+            if not self._disabled_count[name]:
+                del self._disabled_count[name]
+                self.disabled_functions.discard(name)
+        for attr in {attr for attr, _ in facts.attribute_writes}:
+            rest = [entry for entry in self.attribute_writes[attr] if entry[0] != path]
+            if rest:
+                self.attribute_writes[attr] = rest
+            else:
+                del self.attribute_writes[attr]
+        self._kind_cache.clear()
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._files
 
     def class_kind(self, name: str, _seen: frozenset[str] = frozenset()) -> str | None:
         """"module", "autograd_function" or None for a class name defined somewhere in the run."""
