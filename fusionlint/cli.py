@@ -13,6 +13,7 @@ from typing import Optional
 import click
 
 from fusionlint import __version__
+from fusionlint import cli_stdin as _stdin
 from fusionlint.config import ConfigError, Settings, load_settings
 from fusionlint.confirm.cli import ConfirmCLI, ConfirmError, confirm_options, merge_command
 from fusionlint.files import UsageError, atomic_write
@@ -56,6 +57,7 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="Print findings only, one line each.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), help="Use this pyproject.toml.")
 @click.option("--category", default=None, help="SARIF automationDetails category (code scanning).")
+@click.option("--stdin-filename", default=None, metavar="PATH", help="With `-`: the path of the text read from stdin (config, per-file-ignores, messages).")
 @confirm_options  # confirm pass: --confirm, --confirm-on-gpu, --device, --jobs, --shard, --report, --verify ...
 def check(
     paths: tuple[str, ...],
@@ -72,6 +74,7 @@ def check(
     quiet: bool,
     config_file: Optional[Path],
     category: Optional[str],
+    stdin_filename: Optional[str],
     **confirm_kw,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory)."""
@@ -86,6 +89,8 @@ def check(
         overrides["ignore"] = codes
     if unsafe_fixes is not None:
         overrides["unsafe_fixes"] = unsafe_fixes
+    if _stdin.wants_stdin(paths, stdin_filename):  # `fusionlint check -` (fusionlint/cli_stdin.py)
+        raise click.exceptions.Exit(_check_stdin(locals(), overrides))
     targets = list(paths) or ["."]
     try:
         start = Path(targets[0])
@@ -135,6 +140,25 @@ def check(
     if exit_zero:
         raise click.exceptions.Exit(EXIT_CLEAN)
     raise click.exceptions.Exit(EXIT_FINDINGS if result.findings or result.errors else EXIT_CLEAN)
+
+
+def _check_stdin(params: dict, overrides: dict) -> int:
+    request = _stdin.StdinRequest(
+        paths=params["paths"],
+        stdin_filename=params["stdin_filename"],
+        overrides=overrides,
+        config_file=params["config_file"],
+        fmt=params["fmt"],
+        output=params["output"],
+        fix=params["fix"],
+        diff=params["diff"],
+        exit_zero=params["exit_zero"],
+        statistics=params["statistics"],
+        quiet=params["quiet"],
+        category=params["category"],
+        confirm=any(params["confirm_kw"].get(k) for k in ("confirm", "confirm_on_gpu", "confirm_verify")),
+    )
+    return _stdin.check_stdin(request)
 
 
 def _emit(text: str, output: Optional[Path]) -> None:
