@@ -171,6 +171,14 @@ def _emit(text: str, output: Optional[Path]) -> None:
 main.add_command(merge_command)  # `fusionlint merge a.json b.json` (confirm shards)
 
 
+@main.command("lsp")
+def lsp_cmd() -> None:
+    """Start the language server on stdin/stdout (needs `pip install "fusionlint[lsp]"`)."""
+    from fusionlint.lsp import main as serve
+
+    raise click.exceptions.Exit(serve())
+
+
 @main.command("rule")
 @click.argument("code")
 def rule_cmd(code: str) -> None:
