@@ -14,6 +14,7 @@ from typing import Mapping, Optional
 import click
 
 from fusionlint import __version__
+from fusionlint import cli_stdin as _stdin
 from fusionlint.config import ConfigError, Settings, load_settings
 from fusionlint.confirm.cli import ConfirmCLI, ConfirmError, confirm_options, merge_command
 from fusionlint.files import UsageError, atomic_write
@@ -87,6 +88,7 @@ def main() -> None:
     "--target-torch", "target_torch", metavar="VERSION", default=None,
     help="Judge findings for this torch version (e.g. 2.13). Default: the installed torch, else the newest measured.",
 )
+@click.option("--stdin-filename", default=None, metavar="PATH", help="With `-`: the path of the text read from stdin (config, per-file-ignores, messages).")
 @confirm_options  # confirm pass: --confirm, --confirm-on-gpu, --device, --jobs, --shard, --report, --verify ...
 def check(
     paths: tuple[str, ...],
@@ -105,6 +107,7 @@ def check(
     config_file: Optional[Path],
     category: Optional[str],
     target_torch: Optional[str],
+    stdin_filename: Optional[str],
     **confirm_kw,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory)."""
@@ -121,6 +124,8 @@ def check(
         overrides["unsafe_fixes"] = unsafe_fixes
     if target_torch is not None:
         overrides["target_torch"] = target_torch
+    if _stdin.wants_stdin(paths, stdin_filename):  # `fusionlint check -` (fusionlint/cli_stdin.py)
+        raise click.exceptions.Exit(_check_stdin(locals(), overrides))
     targets = list(paths) or ["."]
     try:
         start = Path(targets[0])
@@ -180,6 +185,25 @@ def check(
     raise click.exceptions.Exit(EXIT_FINDINGS if result.findings or result.errors else EXIT_CLEAN)
 
 
+def _check_stdin(params: dict, overrides: dict) -> int:
+    request = _stdin.StdinRequest(
+        paths=params["paths"],
+        stdin_filename=params["stdin_filename"],
+        overrides=overrides,
+        config_file=params["config_file"],
+        fmt=params["fmt"],
+        output=params["output"],
+        fix=params["fix"],
+        diff=params["diff"],
+        exit_zero=params["exit_zero"],
+        statistics=params["statistics"],
+        quiet=params["quiet"],
+        category=params["category"],
+        confirm=any(params["confirm_kw"].get(k) for k in ("confirm", "confirm_on_gpu", "confirm_verify")),
+    )
+    return _stdin.check_stdin(request)
+
+
 def _emit(text: str, output: Optional[Path], color: bool = False) -> None:
     if output is None:
         # color=True: click would otherwise strip the escapes whenever stdout is not a terminal,
@@ -190,6 +214,14 @@ def _emit(text: str, output: Optional[Path], color: bool = False) -> None:
 
 
 main.add_command(merge_command)  # `fusionlint merge a.json b.json` (confirm shards)
+
+
+@main.command("lsp")
+def lsp_cmd() -> None:
+    """Start the language server on stdin/stdout (needs `pip install "fusionlint[lsp]"`)."""
+    from fusionlint.lsp import main as serve
+
+    raise click.exceptions.Exit(serve())
 
 
 @main.command("rule")

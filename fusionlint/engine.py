@@ -129,7 +129,7 @@ class Engine:
                 for node_type in sorted(handled_node_types(rule_cls)):
                     handler = getattr(rule, "visit_" + node_type)
                     for rec in index.records.get(node_type, ()):
-                        if compiled_only and (rec.function is None or rec.function.chain is None):
+                        if compiled_only and (rec.function is None or rec.function.frames is None):
                             continue
                         node = rec.node
                         ctx._point(rule, rec.node, rec.function, rec.cls, rec.parents)
@@ -165,6 +165,7 @@ class Engine:
                     effects=tuple(report.effects if report.effects is not None else rule.effects),
                     severity=rule.severity,
                     context=report.chain,
+                    chain=report.frames,
                     fix=fix,
                 )
             )

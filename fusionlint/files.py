@@ -391,6 +391,15 @@ def read_source_encoded(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, writa
         raise SourceError(f"cannot read file: {exc.strerror or exc}") from None
     if len(data) > max_bytes:  # grew between fstat and read, or a pseudo-file with size 0
         raise SourceError(f"file too large (> {_size(max_bytes)} limit)")
+    return decode_source(data, writable=writable)
+
+
+def decode_source(data: bytes, *, writable: bool = False) -> tuple[str, str]:
+    """Decode Python source bytes (a file's, or stdin's) as the interpreter would: ``(text, encoding)``.
+
+    Raises ``SourceError`` for NUL bytes, a bad coding cookie or bytes the encoding rejects;
+    ``writable``: also for a codec that cannot encode the text back to the same bytes.
+    """
     if not data:
         return "", "utf-8"
     nul = data.find(b"\x00")

@@ -78,10 +78,14 @@ class Finding:
     message: str
     effects: tuple[Effect, ...]
     severity: Severity
-    context: Optional[str] = None  # "Model.forward → self._mask"
+    context: Optional[str] = None  # the chain as displayed: "Model.forward → self._mask"
     fix: Optional[Fix] = None
     # Filled by the confirm pass: a plain JSON-able dict, see fusionlint/confirm.
     confirmation: Optional[dict] = None
+    # Why the code is compiled, one frame per call: ("Model.forward", "self._mask"); () when the
+    # finding is not about compiled code or came from elsewhere (the confirm pass). ``context`` is
+    # its rendering, kept for the text/JSON/SARIF output.
+    chain: tuple[str, ...] = ()
 
     @property
     def sort_key(self) -> tuple:

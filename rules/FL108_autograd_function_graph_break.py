@@ -202,9 +202,8 @@ GB0170 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html
         if owner is None:
             return
         where = f"inside autograd.Function `{owner}`"
-        chain = ctx.chain or owner
-        if " → " in chain:
-            where += f" (via `{chain.split(' → ', 1)[1]}`)"
+        if len(ctx.frames) > 1:
+            where += f" (via `{' → '.join(ctx.frames[1:])}`)"
         if owner.endswith(".backward"):
             where += ", traced when the forward runs with grad enabled"
         for at, message, fix in found:

@@ -79,31 +79,31 @@ def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:
     classify_classes(index, project)
     queue: deque[FunctionInfo] = deque()
 
-    def enter(fn: FunctionInfo, chain: str, kind: str) -> None:
-        if fn.chain is None and not any(d in _DISABLE_DECORATORS for d in fn.decorators):
-            fn.chain, fn.kind = chain, kind
+    def enter(fn: FunctionInfo, frames: tuple[str, ...], kind: str) -> None:
+        if fn.frames is None and not any(d in _DISABLE_DECORATORS for d in fn.decorators):
+            fn.frames, fn.kind = frames, kind
             queue.append(fn)
 
     for cls in index.classes.values():
         if cls.kind == "module" and "forward" in cls.methods and not _forward_replaced(cls, index):
-            enter(cls.methods["forward"], f"{cls.name}.forward", "forward")
+            enter(cls.methods["forward"], (f"{cls.name}.forward",), "forward")
         elif cls.kind == "autograd_function":
             for name in ("forward", "backward"):
                 if name in cls.methods:
-                    enter(cls.methods[name], f"{cls.name}.{name}", f"autograd_{name}")
+                    enter(cls.methods[name], (f"{cls.name}.{name}",), f"autograd_{name}")
     for fn in index.functions.values():
         if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
-            enter(fn, fn.qualname, "compiled")
+            enter(fn, (fn.qualname,), "compiled")
     for target in index.compile_targets:
         fn = index.functions.get(target)
         if fn is not None:
-            enter(fn, fn.qualname, "compiled")
+            enter(fn, (fn.qualname,), "compiled")
         elif target in index.classes and "forward" in index.classes[target].methods:
-            enter(index.classes[target].methods["forward"], f"{target}.forward", "forward")
+            enter(index.classes[target].methods["forward"], (f"{target}.forward",), "forward")
 
     while queue:
         fn = queue.popleft()
-        assert fn.chain is not None
+        assert fn.frames is not None
         for how, name in fn.calls:
             callee: Optional[FunctionInfo] = None
             if how == "self" and fn.cls is not None:
@@ -113,12 +113,12 @@ def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:
                 callee = index.functions.get(name)
                 label = name
             if callee is not None:
-                enter(callee, f"{fn.chain} → {label}", "helper")
+                enter(callee, (*fn.frames, label), "helper")
     # Nested functions (closures, local helpers) are traced with their parent.
     for fn in index.functions.values():
-        if fn.chain is None:
+        if fn.frames is None:
             parent = fn.parent
-            while parent is not None and parent.chain is None:
+            while parent is not None and parent.frames is None:
                 parent = parent.parent
             if parent is not None:
-                fn.chain, fn.kind = parent.chain, "helper"
+                fn.frames, fn.kind = parent.frames, "helper"

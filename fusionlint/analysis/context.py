@@ -46,8 +46,12 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: Optional[PendingFix]
-    chain: Optional[str]
+    frames: tuple[str, ...]  # the compiled chain, () outside compiled code
     effects: Optional[tuple] = None
+
+    @property
+    def chain(self) -> Optional[str]:
+        return " → ".join(self.frames) if self.frames else None
 
 
 class RuleContext:
@@ -75,6 +79,12 @@ class RuleContext:
 
     # -- where are we ------------------------------------------------------------------------------
     @property
+    def frames(self) -> tuple[str, ...]:
+        """The compiled chain of the current function, one frame per call: ("Model.forward", "self._mask")."""
+        frames = self.function.frames if self.function is not None else None
+        return frames or ()
+
+    @property
     def chain(self) -> Optional[str]:
         return self.function.chain if self.function is not None else None
 
@@ -86,10 +96,9 @@ class RuleContext:
     def autograd_function(self) -> Optional[str]:
         """``"MyFn.forward"`` when the current code runs inside a custom ``autograd.Function``'s
         forward/backward (directly, in a nested def, or in a helper first reached from it)."""
-        chain = self.chain
-        if chain is None:
+        if not self.frames:
             return None
-        root = chain.split(" → ", 1)[0]
+        root = self.frames[0]
         cls_name, _, method = root.rpartition(".")
         cls = self.file.classes.get(cls_name)
         if cls is not None and cls.kind == "autograd_function" and method in ("forward", "backward"):
@@ -199,7 +208,7 @@ class RuleContext:
     ) -> None:
         """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset)."""
         assert self._rule is not None
-        self.reports.append(Report(self._rule, node, message or self._rule.message, fix, self.chain, effects))
+        self.reports.append(Report(self._rule, node, message or self._rule.message, fix, self.frames, effects))
 
     @staticmethod
     def replace(node: cst.CSTNode, text: str) -> NodeEdit:

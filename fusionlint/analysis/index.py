@@ -47,13 +47,20 @@ class FunctionInfo:
     decorators: list[str] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)  # ("self", "m") or ("name", "f")
     kind: str = "function"  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper" | "function"
-    chain: Optional[str] = None  # set when compiled: "Model.forward → self._mask"
+    # Set when compiled: the call chain that makes torch.compile trace it, one frame per step,
+    # ("Model.forward", "self._mask"); ``chain`` is its display form.
+    frames: Optional[tuple[str, ...]] = None
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.analysis.bindings.bindings(node), computed lazily
 
     @property
+    def chain(self) -> Optional[str]:
+        """"Model.forward → self._mask" when compiled, else None."""
+        return None if self.frames is None else " → ".join(self.frames)
+
+    @property
     def compiled(self) -> bool:
-        return self.chain is not None
+        return self.frames is not None
 
 
 @dataclass

@@ -59,9 +59,40 @@ def is_autograd_function_base(qualname: str) -> bool:
     return qualname in ("torch.autograd.Function", "torch.autograd.function.Function")
 
 
+@dataclass(frozen=True)
+class _FileFacts:
+    """What one file contributed, kept so that a changed file can be taken back out exactly."""
+
+    class_bases: tuple[tuple[str, tuple[str, ...]], ...]
+    disabled: tuple[str, ...]
+    attribute_writes: tuple[tuple[str, int], ...]  # (attribute, line) of `obj.attr = ...`, obj not self
+    self_attribute_writes: tuple[tuple[str, int], ...]  # (attribute, line) of `self.attr = ...`
+
+
+def _scan(text: str) -> _FileFacts:
+    classes = []
+    for match in _CLASS_RE.finditer(text):
+        bases = [b.strip() for b in match.group(2).split(",")]
+        classes.append((match.group(1), tuple(b for b in bases if b and "=" not in b)))
+    disabled: list[str] = []
+    if "disable" in text:
+        disabled.extend(m.group(2) for m in _DISABLE_RE.finditer(text))
+        disabled.extend(m.group(1) for m in _DISABLE_ASSIGN_RE.finditer(text))
+    writes: list[tuple[str, int]] = []
+    self_writes: list[tuple[str, int]] = []
+    line_of = _LineOf(text)
+    for match in _ATTR_WRITE_RE.finditer(text):
+        (self_writes if match.group(1) == "self" else writes).append((match.group(2), line_of(match.start())))
+    return _FileFacts(tuple(classes), tuple(disabled), tuple(writes), tuple(self_writes))
+
+
 @dataclass
 class ProjectIndex:
-    """What one run knows about all of its files."""
+    """What one run (or one editor workspace) knows about all of its files.
+
+    Files can be added, replaced and removed one at a time (``update_file``/``remove_file``):
+    the language server re-scans only the file that changed, never the whole project.
+    """
 
     # class name -> base expressions as written (last component is enough to chase local bases)
     class_bases: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
@@ -73,23 +104,67 @@ class ProjectIndex:
     _texts: dict[str, str] = field(default_factory=dict)
     _number_uses: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     _kind_cache: dict[str, str | None] = field(default_factory=dict)
+    _files: dict[str, _FileFacts] = field(default_factory=dict)
+    _disabled_count: dict[str, int] = field(default_factory=dict)  # files declaring each name disabled
 
     def add_file(self, path: str, text: str) -> None:
-        for match in _CLASS_RE.finditer(text):
-            bases = [b.strip() for b in match.group(2).split(",")]
-            self.class_bases[match.group(1)].extend(b for b in bases if b and "=" not in b)
-        if "disable" in text:
-            for match in _DISABLE_RE.finditer(text):
-                self.disabled_functions.add(match.group(2))
-            for match in _DISABLE_ASSIGN_RE.finditer(text):
-                self.disabled_functions.add(match.group(1))
-        line_of = _LineOf(text)
-        for match in _ATTR_WRITE_RE.finditer(text):
-            writes = self.self_attribute_writes if match.group(1) == "self" else self.attribute_writes
-            writes[match.group(2)].append((path, line_of(match.start())))
+        self.update_file(path, text)
+
+    def update_file(self, path: str, text: str) -> None:
+        """Index ``text`` as the content of ``path``, replacing what an earlier version contributed."""
+        facts = _scan(text)
+        if self._files.get(path) == facts:
+            # An edit inside a function body: no cross-file fact changed, only the text that
+            # python_number_uses searches.
+            self._texts[path] = text
+            self._number_uses.clear()
+            return
+        self.remove_file(path)
+        self._files[path] = facts
+        for name, bases in facts.class_bases:
+            self.class_bases[name].extend(bases)
+        for name in facts.disabled:
+            self._disabled_count[name] = self._disabled_count.get(name, 0) + 1
+            self.disabled_functions.add(name)
+        for attr, line in facts.attribute_writes:
+            self.attribute_writes[attr].append((path, line))
+        for attr, line in facts.self_attribute_writes:
+            self.self_attribute_writes[attr].append((path, line))
         self._texts[path] = text
         self._number_uses.clear()
         self._kind_cache.clear()
+
+    def remove_file(self, path: str) -> None:
+        facts = self._files.pop(path, None)
+        if facts is None:
+            return
+        for name, bases in facts.class_bases:
+            kept = self.class_bases[name]
+            for base in bases:
+                kept.remove(base)
+            if not kept:
+                del self.class_bases[name]
+        for name in facts.disabled:
+            self._disabled_count[name] -= 1
+            if not self._disabled_count[name]:
+                del self._disabled_count[name]
+                self.disabled_functions.discard(name)
+        for writes, contributed in (
+            (self.attribute_writes, facts.attribute_writes),
+            (self.self_attribute_writes, facts.self_attribute_writes),
+        ):
+            for attr in {attr for attr, _ in contributed}:
+                rest = [entry for entry in writes[attr] if entry[0] != path]
+                if rest:
+                    writes[attr] = rest
+                else:
+                    del writes[attr]
+        self._texts.pop(path, None)
+        self._number_uses.clear()
+        self._kind_cache.clear()
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._files
 
     def python_number_uses(self, attr: str) -> list[tuple[str, int, str]]:
         """(path, line, how) wherever code in the run needs ``<obj>.attr`` as a Python number: "round(",

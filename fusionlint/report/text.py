@@ -25,9 +25,11 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold 
 class _Sources:
     """Reads each reported file once, for the source excerpt; missing files just lose the excerpt."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, given: Optional[Mapping[str, str]] = None) -> None:
         self.root = root
         self.cache: dict[str, Optional[list[str]]] = {}
+        for path, text in (given or {}).items():  # texts not read from disk (stdin)
+            self.cache[path] = split_lines(text)
 
     def line(self, path: str, number: int) -> Optional[str]:
         if path not in self.cache:
@@ -102,7 +104,7 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
         soft_wrap=True,
         width=10_000,
     )
-    sources = _Sources(root)
+    sources = _Sources(root, options.get("sources"))
     shown = CwdPaths(root)
     for error in result.errors:
         where = (shown(error.path) if error.path else "") + (f":{error.line}:{error.column or 1}" if error.line else "")
