@@ -3,9 +3,9 @@ one traversal, run rules, resolve positions.
 
 CPython's parser goes first (``fusionlint.precheck``): it is ~10x cheaper than libcst, rejects
 invalid files before libcst builds a tree for them, and bounds the nesting depth and size that the
-analysis below ever sees. Positions are resolved only for files that produced a report
-(PositionProvider re-renders the module, which costs about as much as the parse), and suppression
-comments are read only then too. A rule that raises on a file costs only its own findings: the
+analysis below ever sees. Positions are resolved only for files that produced a report, by a
+render that keeps offsets (``fusionlint.positions``, a quarter of libcst's PositionProvider), and
+suppression comments are read only then too. A rule that raises on a file costs only its own findings: the
 error becomes an entry for that file carrying the rule's code, and the other rules still run.
 """
 
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from fusionlint.analysis.compiled import mark_compiled
 from fusionlint.analysis.context import NodeEdit, Report, RuleContext
@@ -24,6 +23,7 @@ from fusionlint.analysis.index import Collector
 from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.precheck import Rejection, check_source, syntax_error
+from fusionlint.positions import Positions
 from fusionlint.registry import handled_node_types
 from fusionlint.rule import INTERNAL_ERROR_CODE, Edit, FileError, Finding, Fix, Rule
 from fusionlint.suppress import Suppressions
@@ -95,7 +95,7 @@ class Engine:
         if not reports and not crashes:
             return FileLint()
         try:
-            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            positions = Positions(module)
         except RecursionError:
             return FileLint(error=FileError(path, "too deeply nested to analyse (Python's recursion limit)"))
         findings = self._to_findings(module, positions, reports, path)
