@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _script():
     spec = importlib.util.spec_from_file_location("gb_coverage", ROOT / "scripts" / "gb_coverage.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules["gb_coverage"] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -73,7 +74,7 @@ def test_building_the_page_does_not_import_torch(gb):
     code = (
         "import sys, importlib.util\n"
         f"spec = importlib.util.spec_from_file_location('g', {str(ROOT / 'scripts' / 'gb_coverage.py')!r})\n"
-        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules['g'] = m; spec.loader.exec_module(m)\n"
         "text, problems = m.build()\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "print(len(text))\n"
