@@ -79,8 +79,8 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 
 `t.requires_grad_(False)` and `torch.zeros(8, requires_grad=False)` do not break (measured). The
 fixture (`fixtures/FL112_untraceable_tensor_call`, Linear → relu → `* torch.ones(32,
-requires_grad=True)` → Linear → sigmoid) shows 1 break site at the factory call; without
-`requires_grad=True`, no break.
+requires_grad=True)` → Linear → sigmoid) shows 1 break site at the factory call and 2 compiled
+regions per forward; with the gate as an `nn.Parameter` made in `__init__`, no break and 1 region.
 
 ## Example
 ```python

@@ -89,10 +89,12 @@ def rule_coverage() -> dict[str, list[str]]:
 
 
 def load_classification(path: Path = CLASSIFICATION) -> tuple[dict[str, tuple[str, str, str]], list[str]]:
-    """(id -> (class, status, reason), problems) from the TOML file."""
+    """(id -> (class, status, reason), problems) from the TOML file; a ``[notes]`` entry (what was
+    measured for that id) is appended to its reason."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     found: dict[str, tuple[str, str, str]] = {}
     problems = []
+    notes = data.get("notes", {})
     for name, cls in data.get("classes", {}).items():
         status, reason = cls.get("status"), cls.get("reason", "")
         if status not in STATUSES:
@@ -100,7 +102,9 @@ def load_classification(path: Path = CLASSIFICATION) -> tuple[dict[str, tuple[st
         for gb_id in cls.get("ids", []):
             if gb_id in found:
                 problems.append(f"{gb_id} is classified twice: {found[gb_id][0]} and {name}")
-            found[gb_id] = (name, status, reason)
+            found[gb_id] = (name, status, f"{reason}; {notes[gb_id]}" if gb_id in notes else reason)
+    for gb_id in sorted(set(notes) - set(found)):
+        problems.append(f"note for {gb_id}, which is not classified")
     return found, problems
 
 
