@@ -28,14 +28,16 @@ class CallToCompilerDisabled(Rule):
     message = "call to a `torch.compiler.disable`d function from compiled code: graph break"
     effects = (Effect.GRAPH_BREAK,)
     # No text trigger: the call site of a function disabled in another file need not mention "disable".
-    gb_ids = ("GB0098", "GB0099", "GB0007")
+    gb_ids = ("GB0098", "GB0099", "GB0007", "GB0148")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
 ## What it does
 Flags calls, in code that `torch.compile` traces, to functions decorated with (or wrapped in)
 `@torch.compiler.disable`, `@torch._dynamo.disable` or `@torch._disable_dynamo`: functions of the
 same file, methods called as `self.method(...)`, and functions imported from other files of the
-same run.
+same run. Also calls through an attribute set in `__init__` of the same file: a submodule
+(`self.sub(x)`) whose class's `forward` is disabled, `self.sub = torch.compiler.disable(Block())`,
+and `self.fn = disabled_function`.
 
 ## Why is this bad?
 This is how the decorator is meant to work, but the cost is easy to miss at the call site: Dynamo
@@ -45,7 +47,11 @@ helper → Linear → sigmoid): 1 graph-break site (GB0098 "Skip calling `torch.
 function"), 2 compiled regions per forward instead of 1; without the decorator: 0 breaks, 1 region.
 Every form tried breaks: `@torch._dynamo.disable` (GB0098), `torch.compiler.disable(fn)` assigned to
 a name (GB0098), `disable(recursive=False)` and a disabled method called as `self.m(...)` (GB0099
-"Skip inlining `torch.compiler.disable()`d function"), `@torch._disable_dynamo` (GB0007). The truth
+"Skip inlining `torch.compiler.disable()`d function"), `@torch._disable_dynamo` (GB0007). Reached
+through attributes (backend "eager", torch 2.13.0 CPU): a submodule whose `forward` is decorated,
+called as `self.sub(x)` (GB0099); `self.sub = torch.compiler.disable(Block())` (GB0148 "Unsupported
+function call (delayed)"); `self.fn = disabled_fn` (GB0098); `functools.partial(disabled_fn)`
+(GB0098, not flagged yet). The truth
 table (case f14, torch 2.13 CPU) also shows 4 recompiles instead of 1 on a second input shape: each
 fragment is its own frame with its own guards.
 
@@ -73,7 +79,8 @@ No automatic fix: the decorator is usually there on purpose (a function Dynamo c
 ## PyTorch reference
 GB0098 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0098.html ·
 GB0099 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0099.html ·
-GB0007 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html
+GB0007 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html ·
+GB0148 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0148.html
 """
     VALID = [
         # the disabled function is only called from the training loop, not from compiled code
@@ -94,8 +101,35 @@ GB0007 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html
         "import torch\nfrom torch import nn\n\nclass A:\n    @torch.compiler.disable\n    def scale(self, h):\n"
         "        return h\n\ndef scale(h):\n    return h * 2\n\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        return scale(x)\n",
+        # a submodule whose forward is not disabled (only another method is)
+        "import torch\nfrom torch import nn\n\nclass Sub(nn.Module):\n    @torch.compiler.disable\n    def debug(self, h):\n"
+        "        print(h)\n\n    def forward(self, h):\n        return h * 2\n\nclass M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.sub = Sub()\n\n"
+        "    def forward(self, x):\n        return self.sub(x)\n",
     ]
     INVALID = [
+        # a submodule whose forward is disabled
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Sub(nn.Module):\n    @torch.compiler.disable\n"
+            "    def forward(self, h):\n        return h * 2\n\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.sub = Sub()\n\n    def forward(self, x):\n"
+            "        return self.sub(x.relu()) + 1\n",
+            line=15,
+        ),
+        # a module instance wrapped in torch.compiler.disable in __init__
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.sub = torch.compiler.disable(nn.Linear(8, 8))\n\n    def forward(self, x):\n"
+            "        return self.sub(x) + 1\n",
+            line=10,
+        ),
+        # a disabled function stored on self
+        Invalid(
+            "import torch\nfrom torch import nn\n\n@torch.compiler.disable\ndef dis(h):\n    return h * 2\n\n"
+            "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fn = dis\n\n"
+            "    def forward(self, x):\n        return self.fn(x) + 1\n",
+            line=14,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\n\n@torch.compiler.disable\ndef scale_rows(h):\n    return h * 2\n\n"
             "class M(nn.Module):\n    def forward(self, x):\n        h = scale_rows(x)\n        return h + 1\n",
@@ -137,6 +171,10 @@ GB0007 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html
             method = func.attr.value
             if self._method_disabled(method, ctx):
                 ctx.report(node, self._msg(f"self.{method}", "GB0099"))
+                return
+            gb = self._attribute_disabled(method, ctx)
+            if gb is not None:
+                ctx.report(node, self._msg(f"self.{method}", gb))
             return
         # module.function(...) through an import alias (``utils.scale_rows(h)``)
         qual = ctx.qualname(func)
@@ -199,6 +237,40 @@ GB0007 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html
             return target.rsplit(".", 1)[-1] in ctx.project.disabled_functions and not target.startswith("torch.")
         return False
 
+    def _attribute_disabled(self, attr: str, ctx) -> Optional[str]:
+        """The graph-break id when ``self.<attr>`` holds something disabled: a submodule whose class's
+        ``forward`` is decorated, or what ``__init__`` assigned: ``torch.compiler.disable(...)`` or a
+        disabled function."""
+        cls = ctx.cls
+        if cls is None:
+            return None
+        ctor = cls.submodules.get(attr)
+        if ctor is not None:
+            sub = ctx.file.classes.get(ctor.rsplit(".", 1)[-1])
+            if sub is not None and self._class_method_disabled(sub, "forward", ctx):
+                return "GB0099"
+            return None
+        value = ctx.memo(("fl105-init-values", cls.name), lambda: _init_values(cls)).get(attr)
+        if value is None:
+            return None
+        wrapped = _disable_wrapped(value, ctx.qualname)
+        if wrapped is not None:
+            # a wrapped module instance is called through its __call__: reported as GB0148
+            return "GB0148" if isinstance(value.args[0].value, cst.Call) else "GB0098"
+        if isinstance(value, cst.Name) and self._name_disabled(value.value, ctx):
+            return "GB0098"
+        return None
+
+    def _class_method_disabled(self, cls, method: str, ctx) -> bool:
+        seen = set()
+        while cls is not None and cls.name not in seen:
+            seen.add(cls.name)
+            fn = cls.methods.get(method)
+            if fn is not None:
+                return self._decorated(fn)
+            cls = next((ctx.file.classes[b] for b in cls.bases if b in ctx.file.classes), None)
+        return False
+
     def _method_disabled(self, method: str, ctx) -> bool:
         cls = ctx.cls
         seen = set()
@@ -209,6 +281,20 @@ GB0007 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html
                 return self._decorated(fn)
             cls = next((ctx.file.classes[b] for b in cls.bases if b in ctx.file.classes), None)
         return False
+
+
+def _init_values(cls) -> dict[str, cst.BaseExpression]:
+    """attr -> value of the first ``self.<attr> = value`` in the class's ``__init__``."""
+    init = cls.methods.get("__init__")
+    found: dict[str, cst.BaseExpression] = {}
+    if init is None:
+        return found
+    for node in function_nodes(init.node, (cst.Assign,)):
+        for target in node.targets:
+            t = target.target
+            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+                found.setdefault(t.attr.value, node.value)
+    return found
 
 
 def _locally_bound(fn: cst.FunctionDef, name: str) -> bool:

@@ -18,6 +18,19 @@ CHECKED_WITHOUT_EFFECT = (
         "evidence": "0 breaks, 0 recompiles, eager-equal results and no extra kernels each; docs/aliasing-evidence.md",
     },
     {
+        "family": "Python builtins over tensors (FL1xx graph breaks)",
+        "torch": "torch 2.13.0 CPU",
+        "forms": (
+            "max(t), min(t), sum(t) over a tensor's elements, max(a, b)/min(a, b) of tensors, max([a, b, c]), "
+            "sum([a, b]), sum(t * 2 for t in x), max(t.sum(), 0.5), abs(t), len(t), max(x.shape), and user "
+            "context managers (classes with __enter__/__exit__, @contextmanager generators) whose code does not break"
+        ),
+        "evidence": (
+            "0 graph breaks each (backend eager); sorted() over tensors does break (FL106), and so do any()/all() "
+            "over tensor elements used as a condition (GB0170)"
+        ),
+    },
+    {
         "family": "constant Python-float attributes (FL901, informational)",
         "torch": "torch 2.13.0 CPU, torch 2.11.0 H200",
         "forms": "x.clamp(-self.threshold, self.threshold) with a threshold that never changes",
