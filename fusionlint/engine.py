@@ -17,6 +17,8 @@ from fusionlint.analysis.compiled import mark_compiled
 from fusionlint.analysis.context import NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
 from fusionlint.analysis.project import ProjectIndex
+from fusionlint.project.link import apply_project
+from fusionlint.project.model import Project
 from fusionlint.registry import handled_node_types
 from fusionlint.rule import Edit, FileError, Finding, Fix, Rule
 from fusionlint.suppress import Suppressions
@@ -30,15 +32,18 @@ _SKIP_FILE = re.compile(r"#\s*fusionlint\s*:\s*skip-file\b")
 class Engine:
     """Lints sources with a fixed set of rules against one ProjectIndex."""
 
-    def __init__(self, rules: Iterable[type[Rule]], project: Optional[ProjectIndex] = None) -> None:
+    def __init__(self, rules: Iterable[type[Rule]], project: Optional[ProjectIndex] = None, model: Optional[Project] = None) -> None:
         self.rules = list(rules)
         self.project = project if project is not None else ProjectIndex()
+        # the cross-file semantic model; a file it has not seen (or whose text changed) is added
+        self.model = model if model is not None else Project()
 
     def lint_source(self, source: str, path: str) -> tuple[list[Finding], Optional[FileError]]:
         """Findings for one file (suppressions applied), or the error that stopped it."""
         if _SKIP_FILE.search(source) and Suppressions.from_source(source).skip_file:
             return [], None
-        rules = self._screen(source)
+        self.model.add(path, None, source)
+        rules = self._screen(source, path)
         if not rules:
             # No rule can fire, so skip libcst; CPython's parser (~4x faster) still reports syntax errors.
             return [], _python_syntax_error(source, path)
@@ -55,9 +60,9 @@ class Engine:
         suppressions = Suppressions.from_source(source)
         return [f for f in findings if not suppressions.is_suppressed(f.code, f.line, f.end_line)], None
 
-    def _screen(self, source: str) -> list[type[Rule]]:
+    def _screen(self, source: str, path: str) -> list[type[Rule]]:
         """Rules that could fire on this text at all, judged before parsing."""
-        compiled_possible = any(marker in source for marker in _COMPILED_MARKERS)
+        compiled_possible = any(marker in source for marker in _COMPILED_MARKERS) or self.model.has_compiled(path)
         out = []
         for rule in self.rules:
             if rule.scope == "compiled" and not compiled_possible:
@@ -71,6 +76,7 @@ class Engine:
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
         index = Collector(wanted).collect(module)
         mark_compiled(index, self.project)
+        apply_project(index, self.model, path)
         ctx = RuleContext(module, index, self.project, path)
         for rule_cls in rules:
             rule = rule_cls()

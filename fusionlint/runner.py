@@ -11,7 +11,8 @@ from fusionlint import config as config_mod
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.config import Settings
 from fusionlint.engine import Engine
-from fusionlint.files import SourceError, atomic_write, discover, display_path, read_source_encoded
+from fusionlint.project.model import Project
+from fusionlint.files import SourceError, UsageError, atomic_write, discover, display_path, read_source_encoded
 from fusionlint.fixes import fix_source
 from fusionlint.registry import all_rules, unknown_selectors
 from fusionlint.rule import FileError, Finding, Rule, RunResult
@@ -67,7 +68,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             continue
         project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
-    engine = Engine(rules, project)
+    engine = Engine(rules, project, _semantic_model(sources, settings))
 
     for path, shown, text, encoding in sources:
         out.result.files_checked += 1
@@ -91,6 +92,31 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         out.result.findings.extend(findings)
     out.result.findings.sort(key=lambda f: f.sort_key)
     return out
+
+
+def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Settings) -> Project:
+    """The project model over every Python file under the root, not only the linted ones: a linted
+    file's answers must not depend on which other files were named (pre-commit names staged files)."""
+    model = Project()
+    for path, shown, text, _ in sources:
+        model.add(shown, path, text)
+    try:
+        everything, _ = discover(
+            [settings.root], root=settings.root, exclude=settings.exclude,
+            extend_exclude=settings.extend_exclude, respect_gitignore=settings.respect_gitignore,
+        )
+    except (OSError, ValueError, UsageError):  # an unreadable root: the linted files alone
+        return model
+    for path in everything:
+        shown = display_path(path, settings.root)
+        if model.has(shown) or path.suffix != ".py":
+            continue
+        try:
+            text, _ = read_source_encoded(path)
+        except SourceError:
+            continue  # not linted, so not this run's error
+        model.add(shown, path, text)
+    return model
 
 
 class _LintFailed(Exception):

@@ -48,6 +48,9 @@ class FunctionInfo:
     calls: list[tuple[str, str]] = field(default_factory=list)  # ("self", "m") or ("name", "f")
     kind: str = "function"  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper" | "function"
     chain: Optional[str] = None  # set when compiled: "Model.forward → self._mask"
+    # parameters the project model knows to be tensors beyond the entry-point defaults, with why
+    # ("passed from Net.forward at models/net.py:12"): see fusionlint.project.model
+    tensor_params: dict[str, str] = field(default_factory=dict)
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.analysis.bindings.bindings(node), computed lazily
 
