@@ -37,6 +37,8 @@ class Engine:
         self.project = project if project is not None else ProjectIndex()
         # the cross-file semantic model; a file it has not seen (or whose text changed) is added
         self.model = model if model is not None else Project()
+        if self.model.name_index is None:
+            self.model.name_index = self.project
 
     def lint_source(self, source: str, path: str) -> tuple[list[Finding], Optional[FileError]]:
         """Findings for one file (suppressions applied), or the error that stopped it."""
@@ -60,9 +62,12 @@ class Engine:
         suppressions = Suppressions.from_source(source)
         return [f for f in findings if not suppressions.is_suppressed(f.code, f.line, f.end_line)], None
 
-    def _screen(self, source: str, path: str) -> list[type[Rule]]:
+    def _screen(self, source: str, path: str = "") -> list[type[Rule]]:
         """Rules that could fire on this text at all, judged before parsing."""
-        compiled_possible = any(marker in source for marker in _COMPILED_MARKERS) or self.model.has_compiled(path)
+        if self.model.has(path):  # the project model knows exactly which functions are compiled
+            compiled_possible = self.model.has_compiled(path)
+        else:
+            compiled_possible = any(marker in source for marker in _COMPILED_MARKERS)
         out = []
         for rule in self.rules:
             if rule.scope == "compiled" and not compiled_possible:

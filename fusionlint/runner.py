@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import gc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -69,6 +70,10 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
     engine = Engine(rules, project, _semantic_model(sources, settings))
+    # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
+    # collector from re-scanning them at every collection of the libcst trees (measured on timm:
+    # the lint phase took 16 instead of 14 CPU seconds with them scanned). Unfrozen below.
+    gc.freeze()
 
     for path, shown, text, encoding in sources:
         out.result.files_checked += 1
@@ -90,6 +95,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         if options.fix and findings:
             findings = _fix_file(path, shown, text, encoding, findings, lint, options, out)
         out.result.findings.extend(findings)
+    gc.unfreeze()
     out.result.findings.sort(key=lambda f: f.sort_key)
     return out
 

@@ -313,3 +313,22 @@ def test_for_loop_over_a_tensor(tmp_path):
                 return torch.stack(out)
         """})
     assert at(lint(root), "FL204") == [("m.py", 7)]
+
+
+def test_for_loop_over_a_forward_parameter_used_as_a_tensor(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Rows(nn.Module):
+            def forward(self, x):
+                peak = x.abs().amax()
+                return torch.stack([row.sum() / peak for row in x] + [x.sum()])
+
+        class Pyramid(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 1)
+
+            def forward(self, features):
+                return [self.conv(f) for f in features]
+        """})
+    # `x` is a tensor by its use (`x.abs()`); `features` may be a list of feature maps: silent
+    assert at(lint(root), "FL204") == [("m.py", 6)]

@@ -60,6 +60,8 @@ class Project:
         self._facts: Optional[dict[tuple[str, str], FunctionFacts]] = None
         self._compiled_modules: Optional[set[str]] = None
         self._class_memo: dict = {}
+        # the run's regex name index (fusionlint.analysis.project): the last fallback for a base's kind
+        self.name_index = None
 
     # -- building -------------------------------------------------------------------------------
     def add(self, shown: str, path: Optional[Path], text: str) -> None:
@@ -140,6 +142,17 @@ class Project:
             return found[1], found[2]
         return None
 
+    def _class_by_name(self, written: str):
+        """Fallback for a base the imports do not lead to (``from .layers import *``, a vendored copy):
+        a project class of that last name, as the per-run name index has always done."""
+        if "by-name" not in self._class_memo:
+            names: dict[str, tuple[FileSummary, ClassSummary]] = {}
+            for summary in self.files.values():
+                for cls in summary.classes.values():
+                    names.setdefault(cls.name, (summary, cls))
+            self._class_memo["by-name"] = names
+        return self._class_memo["by-name"].get(written.rsplit(".", 1)[-1])
+
     # -- classes --------------------------------------------------------------------------------
     def class_kind(self, summary: FileSummary, cls: ClassSummary, seen: frozenset = frozenset()) -> Optional[str]:
         key = ("kind", summary.module, cls.name)
@@ -152,9 +165,11 @@ class Project:
             elif is_autograd_function_base(base):
                 kind = "autograd_function"
             else:
-                found = self._class(summary, base)
+                found = self._class(summary, base) or self._class_by_name(base)
                 if found is not None and (found[0].module, found[1].name) not in seen:
                     kind = self.class_kind(found[0], found[1], seen | {(summary.module, cls.name)})
+                elif found is None and self.name_index is not None:
+                    kind = self.name_index.class_kind(base.rsplit(".", 1)[-1])
             if kind:
                 break
         self._class_memo[key] = kind
@@ -412,11 +427,10 @@ def _entry_params(fn: FunctionSummary, chain: str, kind: str) -> dict[str, str]:
             continue
         if param.default not in (None, "none"):
             continue
-        if _NON_TENSOR_PARAM.search(param.name):
-            if param.name in fn.tensor_uses:
-                out[param.name] = f"{why}, used as one"
-            continue
-        out[param.name] = why
+        if param.name in fn.tensor_uses:  # `lens.any()`: a tensor, whatever its name says
+            out[param.name] = f"{why}, used as one"
+        elif not _NON_TENSOR_PARAM.search(param.name):
+            out[param.name] = why
     if fn.star:
         out[fn.star] = why
     return out
