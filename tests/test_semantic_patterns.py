@@ -332,3 +332,20 @@ def test_for_loop_over_a_forward_parameter_used_as_a_tensor(tmp_path):
         """})
     # `x` is a tensor by its use (`x.abs()`); `features` may be a list of feature maps: silent
     assert at(lint(root), "FL204") == [("m.py", 6)]
+
+
+def test_item_on_a_value_of_unknown_type_follows_the_decision_policy(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.eps = 1e-5
+                self.table = {}
+
+            def forward(self, x):
+                stats = self.table.get("scale")
+                return x * stats.item() + float(self.eps)
+        """})
+    found = [f for f in lint(root) if f.code == "FL101"]
+    assert [f.line for f in found] == [11]
+    assert "exists only on tensors and numpy values" in found[0].message
