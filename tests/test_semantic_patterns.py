@@ -349,3 +349,17 @@ def test_item_on_a_value_of_unknown_type_follows_the_decision_policy(tmp_path):
     found = [f for f in lint(root) if f.code == "FL101"]
     assert [f.line for f in found] == [11]
     assert "exists only on tensors and numpy values" in found[0].message
+
+
+def test_function_compiled_inside_main_is_linted(tmp_path):
+    root = project(tmp_path, {"train.py": """
+        import torch
+
+        def step(x):
+            return x * x.sum().item()
+
+        def main():
+            fast = torch.compile(step)
+            return fast(torch.ones(3))
+        """})
+    assert at(lint(root), "FL101") == [("train.py", 4)]

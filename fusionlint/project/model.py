@@ -290,7 +290,7 @@ class _Propagation:
                     if name in cls.methods:
                         self._enter(summary, summary.functions[cls.methods[name]], f"{cls.name}.{name}", f"autograd_{name}")
         for fn in summary.functions.values():
-            if fn.cls is None and fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
+            if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
                 self._enter(summary, fn, fn.qualname, "compiled")
         for target in summary.compile_targets:
             fn = summary.functions.get(target)

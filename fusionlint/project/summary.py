@@ -158,11 +158,16 @@ class _Summarizer:
                 todo[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),
                             *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
             elif isinstance(stmt, (ast.Assign, ast.Expr)):
-                value = stmt.value
-                if isinstance(value, ast.Call) and value.args and resolve(value.func, self.out.aliases) in _COMPILE:
-                    target = dotted(value.args[0])
-                    if target:
-                        self.out.compile_targets.add(target)
+                for node in ast.walk(stmt.value):
+                    if isinstance(node, ast.Call) and node.args:
+                        self._compile_target(node)
+
+    def _compile_target(self, call: ast.Call) -> None:
+        """``torch.compile(fn)`` anywhere in the file (as the per-file pass reads it): ``fn`` is compiled."""
+        if resolve(call.func, self.out.aliases) in _COMPILE:
+            target = dotted(call.args[0])
+            if target:
+                self.out.compile_targets.add(target)
 
     def _class(self, node: ast.ClassDef) -> None:
         aliases = self.out.aliases
@@ -203,6 +208,8 @@ class _Summarizer:
                 func = n.func
                 if isinstance(func, ast.Attribute) and func.attr in TENSOR_METHODS and isinstance(func.value, ast.Name):
                     uses.add(func.value.id)
+                elif getattr(func, "attr", getattr(func, "id", None)) == "compile" and n.args:
+                    self._compile_target(n)
             elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension)):
                 body_nodes.append(n)
             elif isinstance(n, (ast.Import, ast.ImportFrom)):
