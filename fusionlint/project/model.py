@@ -366,6 +366,8 @@ class _Propagation:
             if found is None:
                 continue
             target_file, target_cls = found
+            if any(d.rsplit(".", 1)[-1] in _FORWARD_REPLACING_DECORATORS for d in target_cls.decorators):
+                continue  # its forward is a dispatcher, the body is not what is traced (as for entries)
             kind = self.p.class_kind(target_file, target_cls)
             name = "forward" if kind == "module" else "__call__"
             method = self.p.method(target_file, target_cls, name)
@@ -396,12 +398,13 @@ class _Propagation:
 
 def _module_fact(project: Project, owner: FileSummary, fact: AttrFact) -> bool:
     """Is this attribute a module whose call returns a tensor (a torch.nn layer or a project module)?"""
+    # A project module's forward may return a list of feature maps, a tuple or a ModelOutput (found on
+    # transformers 5.24: backbone features, a Hungarian matcher's index pairs), so only torch.nn layers
+    # known to return one tensor count.
     if fact.kind != "object":
         return False
-    if fact.ctor.startswith("torch.nn.") and is_torch_module_base(fact.ctor):
-        return fact.ctor.rsplit(".", 1)[-1] not in ("LSTM", "GRU", "RNN", "MultiheadAttention", "Transformer")
-    found = project.attr_class(owner, fact)
-    return found is not None and project.class_kind(*found) == "module"
+    return fact.ctor.startswith("torch.nn.") and is_torch_module_base(fact.ctor) and fact.ctor.rsplit(".", 1)[-1] not in (
+        "LSTM", "GRU", "RNN", "MultiheadAttention", "Transformer", "ModuleList", "ModuleDict")
 
 
 def _frame(chain: str) -> str:
