@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import subprocess
 import sys
 import time
@@ -44,6 +45,7 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, action="append", help="directory to lint (repeatable)")
     parser.add_argument("--select", default=None, help="rule selection, e.g. ALL")
     parser.add_argument("--show", type=int, default=0, help="print N findings per rule for inspection")
+    parser.add_argument("--json", type=Path, default=None, help="write every finding to this JSON file (to diff runs)")
     args = parser.parse_args()
     roots = args.corpus or fetch()
 
@@ -72,6 +74,13 @@ def main() -> int:
         print(f"| {code} | {n} |")
     for err in result.errors[:20]:
         print(f"error: {err.path}: {err.message}", file=sys.stderr)
+    if args.json:
+        rows = [
+            {"path": f.path, "line": f.line, "column": f.column, "code": f.code, "message": f.message,
+             "context": f.context}
+            for f in result.findings
+        ]
+        args.json.write_text(json.dumps({"lines": lines, "cpu_s": cpu, "findings": rows}, indent=1))
     if args.show:
         shown = collections.Counter()
         for f in result.findings:

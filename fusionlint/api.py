@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 
 from fusionlint import config as config_mod
 from fusionlint.analysis.project import ProjectIndex
+from fusionlint.project.model import Project
 from fusionlint.config import ConfigError, Settings, load_settings
 from fusionlint.engine import Engine
 from fusionlint.files import display_path
@@ -74,12 +75,14 @@ class Linter:
     ``project.update_file`` by whoever owns the project (the CLI's runner, the language server).
     """
 
-    def __init__(self, settings: Settings, project: Optional[ProjectIndex] = None) -> None:
+    def __init__(self, settings: Settings, project: Optional[ProjectIndex] = None, model: Optional[Project] = None) -> None:
         from fusionlint.runner import enabled_rules  # raises ConfigError for unknown codes
 
         self.settings = settings
         self.project = project if project is not None else ProjectIndex()
-        self.engine = Engine(enabled_rules(settings), self.project)
+        # the semantic model (cross-file classes, calls, tensor arguments); whoever owns the project
+        # adds the other files to it as to ``project``
+        self.engine = Engine(enabled_rules(settings), self.project, model)
 
     def shown_path(self, path: Optional[str | Path]) -> str:
         """The root-relative POSIX path that findings, messages and per-file-ignores use."""

@@ -24,6 +24,8 @@ from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.precheck import Rejection, check_source, syntax_error
 from fusionlint.positions import Positions
+from fusionlint.project.link import apply_project
+from fusionlint.project.model import Project
 from fusionlint.registry import handled_node_types
 from fusionlint.rule import INTERNAL_ERROR_CODE, Edit, FileError, Finding, Fix, Rule
 from fusionlint.suppress import Suppressions
@@ -57,10 +59,15 @@ class Engine:
         self,
         rules: Iterable[type[Rule]],
         project: Optional[ProjectIndex] = None,
+        model: Optional[Project] = None,
         target_torch: Optional[tuple[int, int]] = None,
     ) -> None:
         self.rules = list(rules)
         self.project = project if project is not None else ProjectIndex()
+        # the cross-file semantic model; a file it has not seen (or whose text changed) is added
+        self.model = model if model is not None else Project()
+        if self.model.name_index is None:
+            self.model.name_index = self.project
         # the torch version rules judge against (`target-torch`); never the one that happens to be installed
         # unless that is the default the run resolved
         self.target_torch = target_torch if target_torch is not None else torch_target.default_target()
@@ -75,7 +82,8 @@ class Engine:
         """Findings for one file (suppressions applied), the error that stopped it, rule crashes."""
         if _SKIP_FILE.search(source) and Suppressions.from_source(source).skip_file:
             return FileLint()
-        rules = self._screen(source)
+        self.model.add(path, None, source)
+        rules = self._screen(source, path)
         if not rules:
             # No rule can fire, so skip libcst and the depth check; CPython's parser still reports syntax errors.
             return FileLint(error=_file_error(path, syntax_error(source, path)))
@@ -103,9 +111,12 @@ class Engine:
         kept = [f for f in findings if not suppressions.is_suppressed(f.code, f.line, f.end_line)]
         return FileLint(kept, rule_errors=[_crash_error(positions, crash, path) for crash in crashes])
 
-    def _screen(self, source: str) -> list[type[Rule]]:
+    def _screen(self, source: str, path: str = "") -> list[type[Rule]]:
         """Rules that could fire on this text at all, judged before parsing."""
-        compiled_possible = any(marker in source for marker in _COMPILED_MARKERS)
+        if self.model.has(path):  # the project model knows exactly which functions are compiled
+            compiled_possible = self.model.has_compiled(path)
+        else:
+            compiled_possible = any(marker in source for marker in _COMPILED_MARKERS)
         out = []
         for rule in self.rules:
             if rule.scope == "compiled" and not compiled_possible:
@@ -119,6 +130,7 @@ class Engine:
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
         index = Collector(wanted).collect(module)
         mark_compiled(index, self.project)
+        apply_project(index, self.model, path)
         ctx = RuleContext(module, index, self.project, path, torch_version=self.target_torch)
         crashes: list[_RuleCrash] = []
         for rule_cls in rules:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import gc
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,9 +14,10 @@ from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.config import Settings
 from fusionlint.engine import Engine
-from fusionlint.files import SourceError, Snapshot, WriteRefused, discover, display_path, read_source_encoded, write_fixed
-from fusionlint.lines import split_lines
+from fusionlint.files import SourceError, Snapshot, UsageError, WriteRefused, discover, display_path, read_source_encoded, write_fixed
 from fusionlint.fixes import fix_source
+from fusionlint.lines import split_lines
+from fusionlint.project.model import Project
 from fusionlint.registry import all_rules, unknown_selectors
 from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, Finding, Rule, RunResult
 
@@ -89,10 +91,14 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             continue
         project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
-    target = torch_target.resolve(settings.target_torch)
-    out.result.target_torch = torch_target.format_version(target)
-    engine = Engine(rules, project, target_torch=target)
+    torch_version = torch_target.resolve(settings.target_torch)
+    out.result.target_torch = torch_target.format_version(torch_version)
+    engine = Engine(rules, project, _semantic_model(sources, settings), target_torch=torch_version)
     may_write = _WritableArea(paths, settings.root)
+    # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
+    # collector from re-scanning them at every collection of the libcst trees (measured on timm:
+    # the lint phase took 16 instead of 14 CPU seconds with them scanned). Unfrozen below.
+    gc.freeze()
 
     for path, shown, text, encoding in sources:
         crashes: list[FileError] = []  # rules that raised on this file (in any fix round), once each
@@ -118,17 +124,43 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             continue
         out.result.files_checked += 1  # only files that every rule ran on
         if options.fix and findings:
-            target = _FixTarget(path, shown, text, encoding, snapshots[path], may_write.why_not(path))
+            fix_target = _FixTarget(path, shown, text, encoding, snapshots[path], may_write.why_not(path))
             try:
-                findings = _fix_file(target, findings, lint, options, out)
+                findings = _fix_file(fix_target, findings, lint, options, out)
             except Exception as exc:  # same: this file's findings are still reported
                 out.result.errors.append(
                     FileError(shown, f"internal error while fixing: {type(exc).__name__}: {exc}", code=INTERNAL_ERROR_CODE)
                 )
         out.result.errors.extend(crashes)
         out.result.findings.extend(findings)
+    gc.unfreeze()
     out.result.findings.sort(key=lambda f: f.sort_key)
     return out
+
+
+def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Settings) -> Project:
+    """The project model over every Python file under the root, not only the linted ones: a linted
+    file's answers must not depend on which other files were named (pre-commit names staged files)."""
+    model = Project()
+    for path, shown, text, _ in sources:
+        model.add(shown, path, text)
+    try:
+        everything, _ = discover(
+            [settings.root], root=settings.root, exclude=settings.exclude,
+            extend_exclude=settings.extend_exclude, respect_gitignore=settings.respect_gitignore,
+        )
+    except (OSError, ValueError, UsageError):  # an unreadable root: the linted files alone
+        return model
+    for path in everything:
+        shown = display_path(path, settings.root)
+        if model.has(shown) or path.suffix != ".py":
+            continue
+        try:
+            text, _ = read_source_encoded(path)
+        except SourceError:
+            continue  # not linted, so not this run's error
+        model.add(shown, path, text)
+    return model
 
 
 class _LintFailed(Exception):

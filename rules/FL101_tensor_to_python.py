@@ -165,12 +165,20 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
             qual = ctx.qualname(receiver) or ""
             if qual.startswith(("numpy", "np.", "math.")) or isinstance(receiver, (cst.Integer, cst.Float)):
                 return
+            gb = _METHODS[func.attr.value]
             if ctx.is_tensor(receiver):
-                gb = _METHODS[func.attr.value]
                 ctx.report(
                     node,
                     f"`.{func.attr.value}()` turns a tensor into Python data inside compiled code: "
                     f"graph break ({gb}) and a host sync",
+                )
+            elif not _surely_python(receiver, ctx):
+                # decision policy (README): only tensors and numpy values have `.item()`/`.tolist()`,
+                # and both break the graph, so an unknown receiver is reported too
+                ctx.report(
+                    node,
+                    f"`.{func.attr.value}()` exists only on tensors and numpy values, and inside compiled code "
+                    f"it reads the value on the host: graph break ({gb} for a tensor, GB0033 for numpy)",
                 )
             return
         if isinstance(func, cst.Name) and func.value in _BUILTINS and len(node.args) == 1 and not node.args[0].keyword:
@@ -188,6 +196,17 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
                     f"`{func.value}()` of a numpy value taken from a tensor (`.numpy()`) inside compiled code: "
                     "graph break (GB0033)",
                 )
+
+
+def _surely_python(expr: cst.BaseExpression, ctx) -> bool:
+    """Provably not a tensor nor a numpy value: a literal, a container display, a Python number attribute."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Dict, cst.Tuple, cst.Set)):
+        return True
+    if isinstance(expr, cst.Call) and (ctx.qualname(expr.func) or "").startswith(("numpy.", "math.")):
+        return not _numpy_of_tensor(expr, ctx)  # `np.float32(2.0).item()`: a constant Dynamo folds
+    attr = expr.attr.value if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" else None
+    cls = ctx.cls
+    return attr is not None and cls is not None and attr in cls.scalar_attrs
 
 
 # numpy results that are still arrays (so `.numpy()` stays traced until a Python value is taken)

@@ -47,6 +47,36 @@ def _counter_update(stmt: cst.CSTNode) -> Optional[str]:
     return None
 
 
+_NUMBER_BUILTINS = frozenset({"max", "min", "abs", "round", "float", "int"})
+
+
+def _clamped_update(stmt: cst.CSTNode) -> Optional[str]:
+    """``attr`` for ``self.attr = max(1.0, self.attr * 0.99)``: a new Python number computed from the old
+    one with numbers and number builtins (issue 9, pattern 3)."""
+    if not (isinstance(stmt, cst.Assign) and len(stmt.targets) == 1):
+        return None
+    attr = self_attr(stmt.targets[0].target)
+    if attr is None or not isinstance(stmt.value, cst.Call):
+        return None
+
+    def numeric(expr: cst.BaseExpression) -> Optional[bool]:  # None: not a number expression; True: reads attr
+        if _number(expr):
+            return False
+        if self_attr(expr) == attr:
+            return True
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = numeric(expr.left), numeric(expr.right)
+            return None if left is None or right is None else left or right
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _NUMBER_BUILTINS:
+            parts = [numeric(a.value) for a in expr.args if a.keyword is None and not a.star]
+            if not parts or None in parts or len(parts) != len(expr.args):
+                return None
+            return any(parts)
+        return None
+
+    return attr if numeric(stmt.value) else None
+
+
 _DOCS = """
 ## What it does
 Flags code traced by `torch.compile` that changes Python state of the module on every call:
@@ -275,6 +305,9 @@ class PythonStateMutationInForward(Rule):
 
     def _counter(self, stmt: cst.CSTNode, ctx) -> None:
         attr = _counter_update(stmt)
+        clamped = attr is None and _clamped_update(stmt) is not None
+        if clamped:
+            attr = _clamped_update(stmt)
         cls = ctx.cls
         if attr is None or cls is None or cls.kind != "module":
             return
@@ -291,7 +324,8 @@ class PythonStateMutationInForward(Rule):
             "(recompile_limit) the forward runs eagerly; use a buffer updated in place"
             + (" or `torch._dynamo.config.allow_unspec_int_on_nn_module = True`" if kind == "int" else "")
         )
-        fix, why_not = buffer_fix(
+        # `buffer.fill_(max(1.0, buffer * 0.99))` would break the graph: no fix for a clamped re-assignment
+        fix, why_not = (None, None) if clamped else buffer_fix(
             ctx, cls, attr, writes, allow_compiled_writes=True,
             title=f"store `{attr}` in a non-persistent buffer and update it in place",
         )
@@ -310,7 +344,7 @@ class PythonStateMutationInForward(Rule):
         for node, parents, fn in class_reads(ctx, cls, attr):
             if fn is None or not fn.compiled:
                 continue
-            if any(isinstance(p, (cst.AugAssign, cst.Assign)) and _counter_update(p) == attr for p in parents):
+            if any(isinstance(p, (cst.AugAssign, cst.Assign)) and attr in (_counter_update(p), _clamped_update(p)) for p in parents):
                 continue  # the update's own read
             use = classify_use(node, parents, ctx.facts(fn).is_tensor, ctx.qualname)
             if use is None:

@@ -68,6 +68,8 @@ class _Loop:
         fn = self.ctx.function
         if fn is None:
             return False
+        if expr.value in fn.tensor_params and expr.value not in self.assigns:
+            return True  # the project model: passed a tensor, or used with tensor-only methods (`x.amax()`)
         stmts = self.assigns.get(expr.value)
         if stmts:
             return all(

@@ -208,7 +208,25 @@ class RuleContext:
     ) -> None:
         """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset)."""
         assert self._rule is not None
-        self.reports.append(Report(self._rule, node, message or self._rule.message, fix, self.frames, effects))
+        message = message or self._rule.message
+        why = self._why_tensor(node)
+        if why:
+            message = f"{message} ({why})"
+        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects))
+
+    def _why_tensor(self, node: cst.CSTNode) -> Optional[str]:
+        """"`lens` is a tensor: passed from Net.forward at net.py:12" when the finding reads a parameter
+        that only the project model knows to be a tensor."""
+        fn = self.function
+        known = fn.tensor_params if fn is not None else None
+        if not known:
+            return None
+        for name in iter_nodes(node, (cst.Name,), into_nested_defs=True):
+            if isinstance(name, cst.Name) and name.value in known:
+                return f"`{name.value}` is a tensor: {known[name.value]}"
+        if isinstance(node, cst.Name) and node.value in known:
+            return f"`{node.value}` is a tensor: {known[node.value]}"
+        return None
 
     @staticmethod
     def replace(node: cst.CSTNode, text: str) -> NodeEdit:

@@ -153,6 +153,19 @@ class ShapeChecker:
                         None,
                     )
                 ]
+            if isinstance(index, cst.Slice):
+                for bound in (index.lower, index.upper, index.step):
+                    if bound is not None and self.judge.strong(bound, ctx):
+                        # measured, torch 2.13 CPU: `x[:, : lens.max()]` -> "Graph break from `Tensor.item()`"
+                        return [
+                            (
+                                node,
+                                f"slice `{short(source(ctx, node))}` is bounded by a tensor value "
+                                f"(`{short(source(ctx, bound))}`): Dynamo reads it on the host (`Tensor.item()`): "
+                                "graph break and a host sync; slice by shapes, or keep the size and mask",
+                                None,
+                            )
+                        ]
         return []
 
     def bool_mask(self, expr: cst.BaseExpression, indexed: cst.BaseExpression, ctx, depth: int = 0) -> bool:

@@ -50,6 +50,9 @@ class FunctionInfo:
     # Set when compiled: the call chain that makes torch.compile trace it, one frame per step,
     # ("Model.forward", "self._mask"); ``chain`` is its display form.
     frames: Optional[tuple[str, ...]] = None
+    # parameters the project model knows to be tensors beyond the entry-point defaults, with why
+    # ("passed from Net.forward at models/net.py:12"): see fusionlint.project.model
+    tensor_params: dict[str, str] = field(default_factory=dict)
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.analysis.bindings.bindings(node), computed lazily
 

@@ -82,7 +82,9 @@ class TensorJudge:
         fn = ctx.function
         if fn is None:
             return frozenset()
-        return ctx.memo(("weak-params", id(fn.node)), lambda: _weak_params(fn.node, ctx))
+        # a parameter the project model knows to be a tensor (passed one by a compiled caller, or
+        # used as one: `lens.any()`) is not weak
+        return ctx.memo(("weak-params", id(fn.node)), lambda: _weak_params(fn.node, ctx) - set(fn.tensor_params))
 
     def strong(self, expr: cst.BaseExpression, ctx) -> bool:
         """True when ``expr`` surely evaluates to a tensor."""

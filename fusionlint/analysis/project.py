@@ -106,6 +106,9 @@ class ProjectIndex:
     _kind_cache: dict[str, str | None] = field(default_factory=dict)
     _files: dict[str, _FileFacts] = field(default_factory=dict)
     _disabled_count: dict[str, int] = field(default_factory=dict)  # files declaring each name disabled
+    # bumped whenever a cross-file fact changes, so caches built on this index (the project model's)
+    # know to start over
+    generation: int = 0
 
     def add_file(self, path: str, text: str) -> None:
         self.update_file(path, text)
@@ -120,6 +123,7 @@ class ProjectIndex:
             self._number_uses.clear()
             return
         self.remove_file(path)
+        self.generation += 1
         self._files[path] = facts
         for name, bases in facts.class_bases:
             self.class_bases[name].extend(bases)
@@ -138,6 +142,7 @@ class ProjectIndex:
         facts = self._files.pop(path, None)
         if facts is None:
             return
+        self.generation += 1
         for name, bases in facts.class_bases:
             kept = self.class_bases[name]
             for base in bases:

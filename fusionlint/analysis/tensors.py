@@ -199,6 +199,8 @@ class TensorFacts:
             if _NON_TENSOR_PARAM.search(param.name.value):
                 continue
             self._add(param.name.value)
+        for name in fn.tensor_params:  # the project model: passed a tensor by a compiled caller, or used as one
+            self._add(name)
         star = fn.node.params.star_arg
         if entry and isinstance(star, cst.Param) and _annotation_says_tensor(star.annotation) is not False:
             self._add(star.name.value)  # *args of a compiled function: tensors
@@ -307,7 +309,8 @@ class TensorFacts:
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
                 for t, v in zip(elements, value.elements):
                     self._bind(t, v.value)
-            elif self._is_tensor_sequence(value):
+            elif self._is_tensor_sequence(value) or self.is_tensor(value):
+                # unpacking a tensor walks its first dimension: `q, k, v = qkv.permute(2, 0, 3, 1, 4)`
                 for t in elements:
                     if isinstance(t, cst.Name):
                         self._add(t.value)

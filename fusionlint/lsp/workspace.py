@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from fusionlint.analysis.project import ProjectIndex
+from fusionlint.project.model import Project as SemanticProject
 from fusionlint.api import Linter
 from fusionlint.config import ConfigError, Settings, find_pyproject, load_settings
 from fusionlint.files import SourceError, discover, display_path, read_source
@@ -38,6 +39,7 @@ class Project:
     config_path: Optional[Path]
     overrides: dict
     index: ProjectIndex = field(default_factory=ProjectIndex)
+    model: SemanticProject = field(default_factory=SemanticProject)  # kept across config reloads, like index
     linter: Optional[Linter] = None
     error: Optional[str] = None  # an invalid configuration: shown instead of findings
     indexed: bool = False
@@ -54,7 +56,7 @@ class Project:
             settings = load_settings(self.config_path or self.root, config_file=self.config_path, overrides=self.overrides)
             if settings.config_path is None:
                 settings.root = self.root  # no pyproject: the workspace folder, not the server's cwd
-            self.linter = Linter(settings, self.index)
+            self.linter = Linter(settings, self.index, self.model)
             self.error = None
         except ConfigError as exc:
             self.linter, self.error = None, str(exc)
@@ -85,6 +87,7 @@ class Project:
                 except (SourceError, OSError):
                     continue  # a file that cannot be read adds no facts; linting it will say why
             self.index.update_file(shown, text)
+            self.model.add(shown, path, text)
 
     def file_changed_on_disk(self, path: str) -> None:
         """A file was saved, created, changed or deleted outside the buffers: re-scan just it."""
@@ -92,9 +95,13 @@ class Project:
             return
         shown = display_path(Path(path), self.linter.settings.root)
         try:
-            self.index.update_file(shown, read_source(Path(path)))
+            text = read_source(Path(path))
         except (SourceError, OSError):
             self.index.remove_file(shown)
+            self.model.remove(shown)
+            return
+        self.index.update_file(shown, text)
+        self.model.add(shown, Path(path), text)
 
 
 class Projects:

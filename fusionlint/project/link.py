@@ -1,0 +1,57 @@
+"""Hand the project model's facts to one parsed file's FileIndex (the libcst side the rules read).
+
+After the per-file pass (``mark_compiled``) has done what one file shows, this adds what only the
+project knows: attributes a class gets from its bases and subclasses in any file, the kind of a
+class whose base lives elsewhere, functions compiled because code in another file (or a callable
+attribute) reaches them, and parameters that are tensors because a compiled caller passes one.
+"""
+
+from __future__ import annotations
+
+from fusionlint.analysis.index import FileIndex
+from fusionlint.project.model import Project
+
+_MODULE_KINDS = frozenset({"object", "modules"})
+
+
+def apply_project(index: FileIndex, model: Project, path: str) -> None:
+    summary = model.files.get(path)
+    if summary is None:
+        return
+    for name, info in index.classes.items():
+        cls = summary.classes.get(name)
+        if cls is None:
+            continue
+        if info.kind is None:
+            info.kind = model.class_kind(summary, cls)
+        for attr, facts in model.attributes(summary, cls).items():
+            if attr in info.submodules or attr in info.params or attr in info.buffers or attr in info.tensor_attrs:
+                continue  # the class's own __init__ said what it is
+            for _, fact in facts:
+                if fact.kind == "param":
+                    info.params.add(attr)
+                elif fact.kind == "buffer":
+                    info.buffers.add(attr)
+                elif fact.kind == "tensor" and fact.method == "__init__":
+                    info.tensor_attrs.add(attr)
+                elif fact.kind in _MODULE_KINDS and fact.ctor:
+                    info.submodules[attr] = fact.ctor
+                else:
+                    continue
+                break
+    for qual, fn in index.functions.items():
+        facts = model.function_facts(path, qual)
+        if facts is None:
+            continue
+        if fn.frames is None:
+            fn.frames, fn.kind = facts.frames, facts.kind
+        entry_reason = f"parameter of {facts.chain}"
+        fn.tensor_params = {n: why for n, why in facts.tensor_params.items() if why != entry_reason}
+    # nested functions are traced with their parent
+    for fn in index.functions.values():
+        if fn.frames is None:
+            parent = fn.parent
+            while parent is not None and parent.frames is None:
+                parent = parent.parent
+            if parent is not None:
+                fn.frames, fn.kind = parent.frames, "helper"

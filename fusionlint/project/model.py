@@ -1,0 +1,468 @@
+"""The project model: files linked by imports, classes by module-qualified name, and the call graph
+along which compiled context and tensor facts propagate across files.
+
+Built from ``FileSummary`` objects (every Python file under the root); the derived facts are
+computed once, on the first question, and recomputed only when a file's text changes (a fix round).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
+from fusionlint.project.summary import AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, summarize
+from fusionlint.semantic.values import TENSOR, Value
+
+_COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
+_DISABLE_DECORATORS = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
+_FORWARD_REPLACING_DECORATORS = frozenset({"use_experts_implementation"})
+# Forward parameters whose names say they are Python configuration (``num_heads``, ``cache``...): not
+# tensors unless the body uses them as tensors (``lens.any()``). Same list as the per-function facts.
+_NON_TENSOR_PARAM = re.compile(
+    r"(^|_)(shape|shapes|size|sizes|device|dtype|len|length|lens|num|dim|dims|idx|index|mode|config|cfg|"
+    r"training|flag|name|kwargs|args|step|steps|output|outputs|return|height|width)(_|$)|^(n|k)_|"
+    r"^(cache|past|past_key_values?|layer_past|use_cache)$"
+)
+_TENSOR_ATTR_KINDS = frozenset({"param", "buffer", "tensor"})
+
+
+@dataclass
+class FunctionFacts:
+    """What the project knows about one compiled function."""
+
+    frames: tuple[str, ...]  # the call chain that makes torch.compile trace it: ("Net.forward", "self.mix")
+    kind: str  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper"
+    tensor_params: dict[str, str] = field(default_factory=dict)  # name -> why it is a tensor
+
+    @property
+    def chain(self) -> str:
+        return " → ".join(self.frames)
+
+
+def module_name(path: Path) -> tuple[str, bool]:
+    """``pkg/sub/mod.py`` -> ("pkg.sub.mod", False), walking up while directories are packages."""
+    is_package = path.name == "__init__.py"
+    parts = [] if is_package else [path.stem]
+    directory = path.parent
+    if is_package:
+        parts.append(directory.name)
+        directory = directory.parent
+    while (directory / "__init__.py").is_file() and directory != directory.parent:
+        parts.append(directory.name)
+        directory = directory.parent
+    return ".".join(reversed(parts)) or path.stem, is_package
+
+
+class Project:
+    def __init__(self) -> None:
+        self.files: dict[str, FileSummary] = {}  # display path -> summary
+        self.modules: dict[str, FileSummary] = {}
+        self._facts: Optional[dict[tuple[str, str], FunctionFacts]] = None
+        self._compiled_modules: Optional[set[str]] = None
+        self._class_memo: dict = {}
+        # the run's regex name index (fusionlint.analysis.project): the last fallback for a base's kind
+        self.name_index = None
+        self._name_generation = -1  # the name index's generation the caches below were built on
+
+    # -- building -------------------------------------------------------------------------------
+    def add(self, shown: str, path: Optional[Path], text: str) -> None:
+        """Summarise ``text`` (the file at ``path``, shown as ``shown``); unparsable files are left out."""
+        old = self.files.get(shown)
+        if old is not None and old.text_hash == hash(text):
+            return
+        if old is not None and path is None:  # a new text of a known file (a fix round): same module
+            module, is_package = old.module, old.is_package
+        else:
+            module, is_package = module_name(path if path is not None else Path(shown))
+        summary = summarize(text, shown, module, is_package)
+        if old is not None:
+            self.modules.pop(old.module, None)
+            del self.files[shown]
+        if summary is not None:
+            self.files[shown] = summary
+            self.modules.setdefault(module, summary)
+        self._forget()
+
+    def remove(self, shown: str) -> None:
+        """Take a file out (deleted, or no longer readable)."""
+        old = self.files.pop(shown, None)
+        if old is not None:
+            if self.modules.get(old.module) is old:
+                del self.modules[old.module]
+            self._forget()
+
+    def _forget(self) -> None:
+        self._facts = None
+        self._compiled_modules = None
+        self._class_memo = {}
+
+    def _fresh(self) -> None:
+        """Drop derived facts when the name index they fell back on has changed since."""
+        generation = getattr(self.name_index, "generation", 0)
+        if generation != self._name_generation:
+            self._name_generation = generation
+            self._forget()
+
+    def has(self, shown: str) -> bool:
+        return shown in self.files
+
+    def has_compiled(self, shown: str) -> bool:
+        """Does any function of this file run under torch.compile (reached from anywhere in the project)?"""
+        summary = self.files.get(shown)
+        if summary is None:
+            return False
+        self._fresh()
+        self.function_facts(shown, "")
+        assert self._facts is not None
+        if self._compiled_modules is None:
+            self._compiled_modules = {module for module, _ in self._facts}
+        return summary.module in self._compiled_modules
+
+    # -- symbols --------------------------------------------------------------------------------
+    def resolve(self, qual: str, depth: int = 0):
+        """("class", file, ClassSummary) / ("function", file, FunctionSummary) / None for a dotted name."""
+        if depth > 8 or not qual:
+            return None
+        parts = qual.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            summary = self.modules.get(".".join(parts[:i]))
+            if summary is None:
+                continue
+            found = self._in_file(summary, parts[i:], depth)
+            if found is not None:
+                return found
+        return None
+
+    def _in_file(self, summary: FileSummary, rest: list[str], depth: int):
+        head = rest[0]
+        cls = summary.classes.get(head)
+        if cls is not None:
+            if len(rest) == 1:
+                return ("class", summary, cls)
+            if len(rest) == 2 and rest[1] in cls.methods:
+                return ("function", summary, summary.functions[cls.methods[rest[1]]])
+            return None
+        fn = summary.functions.get(head)
+        if fn is not None and len(rest) == 1:
+            return ("function", summary, fn)
+        target = summary.aliases.get(head)
+        if target is not None and target != f"{summary.module}.{head}":
+            return self.resolve(".".join([target, *rest[1:]]), depth + 1)
+        sub = self.modules.get(f"{summary.module}.{head}")
+        if sub is not None and len(rest) > 1:
+            return self._in_file(sub, rest[1:], depth + 1)
+        return None
+
+    def _class(self, summary: FileSummary, written: str):
+        """The project class a base/constructor expression (resolved through imports) names, if any."""
+        if written in summary.classes:
+            return summary, summary.classes[written]
+        found = self.resolve(written) if "." in written else None
+        if found is not None and found[0] == "class":
+            return found[1], found[2]
+        return None
+
+    def _class_by_name(self, written: str):
+        """Fallback for a base the imports do not lead to (``from .layers import *``, a vendored copy):
+        a project class of that last name, as the per-run name index has always done."""
+        if "by-name" not in self._class_memo:
+            names: dict[str, tuple[FileSummary, ClassSummary]] = {}
+            for summary in self.files.values():
+                for cls in summary.classes.values():
+                    names.setdefault(cls.name, (summary, cls))
+            self._class_memo["by-name"] = names
+        return self._class_memo["by-name"].get(written.rsplit(".", 1)[-1])
+
+    # -- classes --------------------------------------------------------------------------------
+    def class_kind(self, summary: FileSummary, cls: ClassSummary, seen: frozenset = frozenset()) -> Optional[str]:
+        if not seen:
+            self._fresh()
+        key = ("kind", summary.module, cls.name)
+        if key in self._class_memo:
+            return self._class_memo[key]
+        kind = None
+        for base in cls.bases:
+            if base in MODULE_ROOTS or is_torch_module_base(base):
+                kind = "module"
+            elif is_autograd_function_base(base):
+                kind = "autograd_function"
+            else:
+                found = self._class(summary, base) or self._class_by_name(base)
+                if found is not None and (found[0].module, found[1].name) not in seen:
+                    kind = self.class_kind(found[0], found[1], seen | {(summary.module, cls.name)})
+                elif found is None and self.name_index is not None:
+                    kind = self.name_index.class_kind(base.rsplit(".", 1)[-1])
+            if kind:
+                break
+        self._class_memo[key] = kind
+        return kind
+
+    def mro(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
+        key = ("mro", summary.module, cls.name)
+        if key not in self._class_memo:
+            out: list[tuple[FileSummary, ClassSummary]] = []
+            seen: set[tuple[str, str]] = set()
+            todo = [(summary, cls)]
+            while todo and len(out) < 64:
+                s, c = todo.pop(0)
+                if (s.module, c.name) in seen:
+                    continue
+                seen.add((s.module, c.name))
+                out.append((s, c))
+                bases = [self._class(s, b) for b in c.bases]
+                todo[:0] = [b for b in bases if b is not None]
+            self._class_memo[key] = out
+        return self._class_memo[key]
+
+    def _subclasses(self) -> dict[tuple[str, str], list[tuple[FileSummary, ClassSummary]]]:
+        key = ("subclasses",)
+        if key not in self._class_memo:
+            subs: dict[tuple[str, str], list] = {}
+            for summary in self.files.values():
+                for cls in summary.classes.values():
+                    for base in cls.bases:
+                        found = self._class(summary, base)
+                        if found is not None:
+                            subs.setdefault((found[0].module, found[1].name), []).append((summary, cls))
+            self._class_memo[key] = subs
+        return self._class_memo[key]
+
+    def subclasses(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
+        subs = self._subclasses()
+        out, seen, todo = [], {(summary.module, cls.name)}, list(subs.get((summary.module, cls.name), ()))
+        while todo and len(out) < 256:
+            s, c = todo.pop(0)
+            if (s.module, c.name) in seen:
+                continue
+            seen.add((s.module, c.name))
+            out.append((s, c))
+            todo.extend(subs.get((s.module, c.name), ()))
+        return out
+
+    def attributes(self, summary: FileSummary, cls: ClassSummary) -> dict[str, list[tuple[FileSummary, AttrFact]]]:
+        """attr -> facts from the class, its bases (MRO order) and its subclasses, with the defining file."""
+        key = ("attrs", summary.module, cls.name)
+        if key not in self._class_memo:
+            out: dict[str, list] = {}
+            for s, c in [*self.mro(summary, cls), *self.subclasses(summary, cls)]:
+                for attr, facts in c.attrs.items():
+                    out.setdefault(attr, []).extend((s, f) for f in facts)
+            self._class_memo[key] = out
+        return self._class_memo[key]
+
+    def attr_class(self, summary: FileSummary, fact: AttrFact):
+        """The project class an ``object`` attribute is an instance of, if it is a project class."""
+        return self._class(summary, fact.ctor) if fact.kind == "object" and fact.ctor else None
+
+    def method(self, summary: FileSummary, cls: ClassSummary, name: str, skip_self: bool = False):
+        for s, c in self.mro(summary, cls)[1 if skip_self else 0 :]:
+            if name in c.methods:
+                return s, s.functions[c.methods[name]]
+        return None
+
+    # -- the compiled context -------------------------------------------------------------------
+    def function_facts(self, shown: str, qualname: str) -> Optional[FunctionFacts]:
+        self._fresh()
+        if self._facts is None:
+            self._facts = _Propagation(self).run()
+        summary = self.files.get(shown)
+        if summary is None:
+            return None
+        return self._facts.get((summary.module, qualname))
+
+
+class _Propagation:
+    """Entry points, then a worklist over call sites: callees become compiled (first chain wins) and
+    the tensor-ness of each argument flows into the callee's parameter."""
+
+    def __init__(self, project: Project) -> None:
+        self.p = project
+        self.facts: dict[tuple[str, str], FunctionFacts] = {}
+        self.queue: deque[tuple[FileSummary, FunctionSummary]] = deque()
+
+    def run(self) -> dict[tuple[str, str], FunctionFacts]:
+        for summary in list(self.p.files.values()):
+            self._entries(summary)
+        steps = 0
+        while self.queue and steps < 200_000:
+            steps += 1
+            summary, fn = self.queue.popleft()
+            self._calls(summary, fn)
+        return self.facts
+
+    def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
+        if any(d in _DISABLE_DECORATORS for d in fn.decorators):
+            return None
+        key = (summary.module, fn.qualname)
+        if key in self.facts:
+            return self.facts[key]
+        facts = self.facts[key] = FunctionFacts(frames, kind)
+        if kind != "helper":
+            facts.tensor_params.update(_entry_params(fn, facts.chain, kind))
+        self.queue.append((summary, fn))
+        return facts
+
+    def _entries(self, summary: FileSummary) -> None:
+        for cls in summary.classes.values():
+            kind = self.p.class_kind(summary, cls)
+            if kind == "module" and "forward" in cls.methods:
+                if not any(d.rsplit(".", 1)[-1] in _FORWARD_REPLACING_DECORATORS for d in cls.decorators):
+                    self._enter(summary, summary.functions[cls.methods["forward"]], (f"{cls.name}.forward",), "forward")
+            elif kind == "autograd_function":
+                for name in ("forward", "backward"):
+                    if name in cls.methods:
+                        self._enter(summary, summary.functions[cls.methods[name]], (f"{cls.name}.{name}",), f"autograd_{name}")
+        for fn in summary.functions.values():
+            if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
+                self._enter(summary, fn, (fn.qualname,), "compiled")
+        for target in summary.compile_targets:
+            fn = summary.functions.get(target)
+            if fn is not None:
+                self._enter(summary, fn, (fn.qualname,), "compiled")
+            elif target in summary.classes and "forward" in summary.classes[target].methods:
+                self._enter(summary, summary.functions[summary.classes[target].methods["forward"]], (f"{target}.forward",), "forward")
+
+    # -- one function's call sites ----------------------------------------------------------------
+    def _calls(self, summary: FileSummary, fn: FunctionSummary) -> None:
+        facts = self.facts[(summary.module, fn.qualname)]
+        for site in fn.calls:
+            found = self._callee(summary, fn, site)
+            if found is None:
+                continue
+            callee_file, callee, skip_first, label = found
+            callee_facts = self._enter(callee_file, callee, facts.frames + (label,), "helper")
+            if callee_facts is None:
+                continue
+            params = callee.params[1:] if skip_first and not callee.static else callee.params
+            where = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
+            changed = False
+            for param, value in zip(params, site.args):
+                if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
+                    callee_facts.tensor_params[param.name] = where
+                    changed = True
+            names = {p.name for p in params}
+            for name, value in site.kwargs.items():
+                if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
+                    callee_facts.tensor_params[name] = where
+                    changed = True
+            if changed and (callee_file, callee) not in self.queue:
+                self.queue.append((callee_file, callee))
+
+    def _callee(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
+        """(file, function, first parameter is the receiver, chain label) for a call site, or None."""
+        p = self.p
+        cls = summary.classes.get(fn.cls) if fn.cls else None
+        if site.how in ("self", "super") and cls is not None:
+            found = p.method(summary, cls, site.target, skip_self=site.how == "super")
+            if found is not None:
+                label = f"self.{site.target}" if site.how == "self" else f"super().{site.target}"
+                if found[0] is not summary:
+                    label = f"{found[0].module}.{found[1].qualname}"
+                return found[0], found[1], True, label
+            if site.how == "super":
+                return None
+            return self._attribute_call(summary, cls, site.target)
+        if site.how == "name":
+            local = summary.functions.get(f"{fn.qualname}.<locals>.{site.target}") or (
+                summary.functions.get(site.target) if site.target not in summary.aliases else None
+            )
+            if local is not None:
+                return summary, local, False, site.target
+            target = summary.aliases.get(site.target)
+            if target is None:
+                return None
+            return self._function(target)
+        if site.how == "dotted":
+            return self._function(site.target)
+        return None
+
+    def _function(self, qual: str):
+        found = self.p.resolve(qual)
+        if found is None or found[0] != "function":
+            return None
+        return found[1], found[2], found[2].cls is not None, f"{found[1].module}.{found[2].qualname}"
+
+    def _attribute_call(self, summary: FileSummary, cls: ClassSummary, attr: str):
+        """``self.attr(...)``: the forward of a project submodule, or ``__call__`` of an object."""
+        for owner, fact in self.p.attributes(summary, cls).get(attr, ()):
+            found = self.p.attr_class(owner, fact)
+            if found is None:
+                continue
+            target_file, target_cls = found
+            if any(d.rsplit(".", 1)[-1] in _FORWARD_REPLACING_DECORATORS for d in target_cls.decorators):
+                continue  # its forward is a dispatcher, the body is not what is traced (as for entries)
+            kind = self.p.class_kind(target_file, target_cls)
+            name = "forward" if kind == "module" else "__call__"
+            method = self.p.method(target_file, target_cls, name)
+            if method is None:
+                continue
+            label = f"{method[1].qualname}" if method[0] is summary else f"{method[0].module}.{method[1].qualname}"
+            return method[0], method[1], True, label
+        return None
+
+    # -- is an argument a tensor in the caller? -------------------------------------------------------
+    def _tensor(self, value: Value, summary: FileSummary, fn: FunctionSummary, facts: FunctionFacts) -> bool:
+        for atom in value:
+            if atom == TENSOR:
+                return True
+            what, name = atom
+            if what == "param":
+                if name in facts.tensor_params:
+                    return True
+            elif fn.cls is not None and fn.cls in summary.classes:
+                cls = summary.classes[fn.cls]
+                attrs = self.p.attributes(summary, cls).get(name, ())
+                if what == "self-attr" and any(f.kind in _TENSOR_ATTR_KINDS for _, f in attrs):
+                    return True
+                if what == "self-call" and name not in cls.methods and any(_module_fact(self.p, o, f) for o, f in attrs):
+                    return True
+        return False
+
+
+def _module_fact(project: Project, owner: FileSummary, fact: AttrFact) -> bool:
+    """Is this attribute a module whose call returns a tensor (a torch.nn layer or a project module)?"""
+    # A project module's forward may return a list of feature maps, a tuple or a ModelOutput (found on
+    # transformers 5.24: backbone features, a Hungarian matcher's index pairs), so only torch.nn layers
+    # known to return one tensor count.
+    if fact.kind != "object":
+        return False
+    return fact.ctor.startswith("torch.nn.") and is_torch_module_base(fact.ctor) and fact.ctor.rsplit(".", 1)[-1] not in (
+        "LSTM", "GRU", "RNN", "MultiheadAttention", "Transformer", "ModuleList", "ModuleDict")
+
+
+def _entry_params(fn: FunctionSummary, chain: str, kind: str) -> dict[str, str]:
+    """Parameters of an entry point that hold tensors: the first (``self``/``ctx``) is skipped for
+    methods; an annotation other than Tensor, a non-None default or a configuration-like name
+    (unless the body uses it as a tensor) says "not a tensor"."""
+    out: dict[str, str] = {}
+    params = fn.params
+    if (fn.cls is not None and not fn.static) or kind.startswith("autograd_"):
+        params = params[1:]
+    why = f"parameter of {chain}"
+    for param in params:
+        if param.annotation == "tensor":
+            if param.default != "literal":
+                out[param.name] = why
+            continue
+        if param.annotation == "other":
+            continue
+        if param.default not in (None, "none"):
+            continue
+        if param.name in fn.tensor_uses:  # `lens.any()`: a tensor, whatever its name says
+            out[param.name] = f"{why}, used as one"
+        elif not _NON_TENSOR_PARAM.search(param.name):
+            out[param.name] = why
+    if fn.star:
+        out[fn.star] = why
+    return out
+
+
+def build(paths: Iterable[tuple[str, Path, str]]) -> Project:
+    project = Project()
+    for shown, path, text in paths:
+        project.add(shown, path, text)
+    return project

@@ -1,0 +1,162 @@
+"""Abstract values of expressions on CPython ``ast``, symbolic in what one function cannot know alone.
+
+A value is a frozenset of *atoms*; it may be a tensor when any atom resolves to one:
+
+- ``TENSOR``: a tensor by its own form (``torch.zeros(...)``, ``x.view(...)`` of a tensor...);
+- ``("param", name)``: whatever the parameter ``name`` holds (decided by the callers, interprocedurally);
+- ``("self-call", attr)``: the result of ``self.attr(...)`` (a tensor when ``attr`` is a submodule);
+- ``("self-attr", attr)``: ``self.attr`` (a tensor when it is a parameter, buffer or tensor attribute).
+
+The empty set means "not known to be a tensor": Python numbers, shapes, strings, lists, ``None``,
+results of unknown calls. Values are computed once per function when its file is summarised and
+resolved later by ``fusionlint.project.model.Project``, which knows the callers and the classes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Optional
+
+from fusionlint.analysis.tensors import (
+    NON_TENSOR_ATTRS,
+    NON_TENSOR_METHODS,
+    SEQUENCE_METHODS,
+    TENSOR_ATTRS,
+    is_tensor_api,
+    torch_call_returns_tensor,
+)
+
+TENSOR = "tensor"
+Value = frozenset
+NOTHING: Value = frozenset()
+_TENSOR_VALUE: Value = frozenset({TENSOR})
+
+
+def dotted(node: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def resolve(node: ast.expr, aliases: dict[str, str]) -> Optional[str]:
+    name = dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    target = aliases.get(head)
+    if target is None:
+        return name
+    return f"{target}.{rest}" if rest else target
+
+
+class LocalValues:
+    """Values of the local names of one function: flow-insensitive, iterated to a fixpoint.
+
+    ``resolve_name`` maps a dotted name through the file's imports (``F.relu`` -> ``torch.nn.functional.relu``).
+    """
+
+    def __init__(self, params: list[str], aliases: dict[str, str]) -> None:
+        self.aliases = aliases
+        self.env: dict[str, Value] = {p: frozenset({("param", p)}) for p in params}
+        self.params = frozenset(params)
+
+    def bind(self, target: ast.expr, value: Value) -> bool:
+        """Join ``value`` into the names ``target`` binds; True when something changed."""
+        if isinstance(target, ast.Name):
+            old = self.env.get(target.id, NOTHING)
+            new = old | value
+            if new != old:
+                self.env[target.id] = new
+                return True
+            return False
+        if isinstance(target, (ast.Tuple, ast.List)):
+            # unpacking a tensor walks its first dimension: every element is a tensor
+            changed = False
+            for element in target.elts:
+                if isinstance(element, ast.Starred):
+                    element = element.value
+                changed |= self.bind(element, value)
+            return changed
+        return False
+
+    def of(self, node: ast.expr) -> Value:
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id, NOTHING)
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            if isinstance(base, ast.Name) and base.id == "self":
+                return frozenset({("self-attr", node.attr)})
+            if node.attr in TENSOR_ATTRS:
+                return self.of(base)
+            return NOTHING
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.BinOp):
+            return self.of(node.left) | self.of(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return NOTHING if isinstance(node.op, ast.Not) else self.of(node.operand)
+        if isinstance(node, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return NOTHING
+            out = self.of(node.left)
+            for comparator in node.comparators:
+                out = out | self.of(comparator)
+            return out
+        if isinstance(node, ast.Subscript):
+            return self.of(node.value)
+        if isinstance(node, ast.IfExp):
+            return self.of(node.body) | self.of(node.orelse)
+        if isinstance(node, ast.NamedExpr):
+            return self.of(node.value)
+        return NOTHING
+
+    def _call(self, node: ast.Call) -> Value:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            recv = func.value
+            if isinstance(recv, ast.Name) and recv.id == "self":
+                return frozenset({("self-call", func.attr)})
+            head = recv
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if not (isinstance(head, ast.Name) and head.id in self.aliases and head.id not in self.env):
+                method = func.attr
+                if method in NON_TENSOR_METHODS or method in SEQUENCE_METHODS or not is_tensor_api(method):
+                    return NOTHING
+                return self.of(recv)
+        qual = resolve(func, self.aliases)
+        if qual is not None and torch_call_returns_tensor(qual):
+            return _TENSOR_VALUE
+        return NOTHING
+
+
+def function_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str], aliases: dict[str, str],
+                    body_nodes: list[ast.AST]) -> LocalValues:
+    """The LocalValues of ``fn`` given the nodes of its own body (nested defs excluded)."""
+    values = LocalValues(params, aliases)
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for node in body_nodes:
+        if isinstance(node, ast.Assign):
+            pairs.extend((t, node.value) for t in node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            pairs.append((node.target, node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            pairs.append((node.target, node.iter))
+        elif isinstance(node, ast.comprehension):
+            pairs.append((node.target, node.iter))
+    for _ in range(3):
+        changed = False
+        for target, value in pairs:
+            changed |= values.bind(target, values.of(value))
+        if not changed:
+            break
+    return values
+
+
+def resolves_to_tensor(value: Value, atom_is_tensor: Callable[[object], bool]) -> bool:
+    return any(atom == TENSOR or atom_is_tensor(atom) for atom in value)

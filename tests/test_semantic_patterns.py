@@ -1,0 +1,365 @@
+"""The ten "missed today" patterns of issue 9, each a small project run through the runner.
+
+Each test writes a few files under ``tmp_path`` (with a ``pyproject.toml`` so the project root is
+known), lints them as the CLI does and asserts the finding: code, line, and where it matters the
+chain across files or the reason the value is a tensor. The precision tests next to them assert
+that the near-miss variants stay silent.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from fusionlint.config import Settings
+from fusionlint.runner import run
+
+
+HEAD = "import torch\nfrom torch import nn\n"
+
+
+BASE = HEAD + """\
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+"""
+
+
+def project(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_dedent(text))
+    return tmp_path
+
+
+def _dedent(text: str) -> str:
+    """Dedent a file's text; the shared unindented heads (HEAD, BASE) may come first."""
+    for head in (BASE, HEAD):
+        if text.startswith(head):
+            return head + textwrap.dedent(text[len(head):]).lstrip("\n")
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def lint(root: Path, *paths: str, select: str = "ALL"):
+    settings = Settings(root=root, select=select.split(","))
+    outcome = run([str(root / p) for p in paths] or [str(root)], settings)
+    assert not outcome.internal_errors, outcome.internal_errors
+    assert not outcome.result.errors, outcome.result.errors
+    return outcome.result.findings
+
+
+def at(findings, code: str, path: str | None = None) -> list[tuple[str, int]]:
+    return [(f.path, f.line) for f in findings if f.code == code and (path is None or f.path == path)]
+
+
+# 1. tuple unpacking of a tensor
+def test_tuple_unpacking_of_a_tensor_binds_tensors(tmp_path):
+    root = project(tmp_path, {"attn.py": HEAD + """
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qkv = nn.Linear(8, 24)
+
+            def forward(self, x):
+                b, n, d = x.shape
+                q, k, v = self.qkv(x).view(b, n, 3, 2, d // 2).permute(2, 0, 3, 1, 4)
+                t = q.std().item()
+                return (q * k * v).sum() * t
+        """})
+    assert at(lint(root), "FL101") == [("attn.py", 11)]
+
+
+# 2. attributes assigned in a base class's __init__, in the same file and in another file
+
+
+def test_attribute_from_base_init_in_same_file(tmp_path):
+    root = project(tmp_path, {"m.py": BASE + """
+        class Synced(Base):
+            def forward(self, x):
+                return x.clamp(max=self.qkv(x).std().item())
+        """})
+    assert at(lint(root), "FL101") == [("m.py", 9)]
+
+
+def test_attribute_from_base_init_in_another_file(tmp_path):
+    root = project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/base.py": BASE,
+        "pkg/synced.py": """
+            from .base import Base
+
+            class Synced(Base):
+                def forward(self, x):
+                    return x.clamp(max=self.qkv(x).std().item())
+            """,
+    })
+    # only the subclass's file is named (as pre-commit would): the base is still read
+    assert at(lint(root, "pkg/synced.py"), "FL101") == [("pkg/synced.py", 5)]
+
+
+# 3. an attribute re-assigned (not only `+=`) in forward and used as a scalar argument
+def test_attribute_reassigned_in_forward_used_as_scalar_argument(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Gate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.threshold = 5.0
+
+            def forward(self, x):
+                self.threshold = max(1.0, self.threshold * 0.99)
+                return x.clamp(-self.threshold, self.threshold)
+        """})
+    found = lint(root)
+    assert ("m.py", 9) in at(found, "FL203"), [(f.code, f.line, f.message) for f in found]
+
+
+# 4. a base forward calling a submodule that a subclass's __init__ makes an nn.LSTM
+def test_rnn_submodule_made_by_a_subclass(tmp_path):
+    root = project(tmp_path, {
+        "rnn.py": HEAD + """
+            class RNN2dBase(nn.Module):
+                def forward(self, x):
+                    v, _ = self.rnn_v(x)
+                    return v
+            """,
+        "lstm.py": """
+            from torch import nn
+            from rnn import RNN2dBase
+
+            class LSTM2d(RNN2dBase):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn_v = nn.LSTM(8, 8, batch_first=True)
+            """,
+    })
+    assert at(lint(root), "FL107") == [("rnn.py", 5)]
+
+
+# 5. helpers in another file, called from forward
+def test_helper_in_another_file_gets_tensor_arguments_and_the_chain(tmp_path):
+    root = project(tmp_path, {
+        "models/__init__.py": "",
+        "models/helpers.py": """
+            def normalize_rows(x):
+                if x.abs().max() > 10:
+                    x = x / 10
+                return x
+            """,
+        "models/net.py": HEAD + """
+            from .helpers import normalize_rows as norm
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(4, 4)
+
+                def forward(self, x):
+                    return norm(self.lin(x))
+            """,
+    })
+    found = [f for f in lint(root) if f.code == "FL102"]
+    assert [(f.path, f.line) for f in found] == [("models/helpers.py", 2)]
+    assert found[0].context == "Net.forward → models.helpers.normalize_rows"
+    assert "`x` is a tensor: passed from Net.forward at models/net.py:11" in found[0].message
+
+
+def test_helper_reexported_from_package_init(tmp_path):
+    root = project(tmp_path, {
+        "lib/__init__.py": "from .ops import scale_by_max\n",
+        "lib/ops.py": "def scale_by_max(t):\n    return t / float(t.max())\n",
+        "net.py": HEAD + """
+            from lib import scale_by_max
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    return scale_by_max(torch.relu(x))
+            """,
+    })
+    found = [f for f in lint(root, "lib/ops.py") if f.code == "FL101"]
+    assert [(f.path, f.line, f.context) for f in found] == [("lib/ops.py", 2, "Net.forward → lib.ops.scale_by_max")]
+
+
+def test_helper_called_with_python_numbers_stays_silent(tmp_path):
+    root = project(tmp_path, {
+        "helpers.py": "def pick(n):\n    if n > 2:\n        return int(n)\n    return 0\n",
+        "net.py": HEAD + """
+            from helpers import pick
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    return x * pick(x.shape[0])
+            """,
+    })
+    assert [f for f in lint(root) if f.code in ("FL101", "FL102")] == []
+
+
+# 6. helper methods: arguments of self.m(...) flow into its parameters
+def test_helper_method_parameters_from_the_call_site(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Patches(nn.Module):
+            def forward(self, x):
+                sizes = (x > 0).sum(dim=1)
+                return self.unpatchify(x, sizes)
+
+            def unpatchify(self, x, grid_sizes):
+                out = []
+                for n in grid_sizes.tolist():
+                    out.append(x[:n])
+                return torch.cat(out)
+        """})
+    found = [f for f in lint(root) if f.code == "FL101"]
+    assert [f.line for f in found] == [10]
+
+
+# 7. forward parameters after the first, unannotated, used as tensors
+def test_forward_parameter_used_as_a_tensor(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Packed(nn.Module):
+            def forward(self, x, lens):
+                if lens.any():
+                    x = x * 2
+                n = int(lens.max())
+                return x[lens > 0][:n]
+        """})
+    found = lint(root)
+    assert at(found, "FL102") == [("m.py", 5)]
+    assert at(found, "FL101") == [("m.py", 7)]
+    assert ("m.py", 8) in at(found, "FL103")
+
+
+def test_configuration_parameters_of_forward_stay_python(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Attn(nn.Module):
+            def forward(self, x, num_heads: int, scale=1.0, return_dict=False, cache=None, flag=None):
+                if return_dict:
+                    x = x * 2
+                if flag:
+                    x = x + 1
+                h = int(num_heads * scale)
+                start = 0 if cache is None else int(cache.get_seq_length())
+                return x[:, start:h]
+        """})
+    assert [f for f in lint(root) if f.code in ("FL101", "FL102", "FL103")] == []
+
+
+# 8. calls through an attribute holding a callable object
+def test_attribute_object_call_traces_its_dunder_call(tmp_path):
+    root = project(tmp_path, {
+        "processors.py": """
+            import torch
+
+            class AttnProcessor:
+                def __call__(self, attn, hidden_states, attention_mask=None):
+                    scale = hidden_states.abs().max().item()
+                    keep = attention_mask.nonzero()
+                    return hidden_states * scale, keep
+            """,
+        "attention.py": HEAD + """
+            from processors import AttnProcessor
+
+            class Attention(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.processor = AttnProcessor()
+
+                def forward(self, h, mask):
+                    return self.processor(self, h, mask)
+            """,
+    })
+    found = lint(root)
+    assert at(found, "FL101") == [("processors.py", 5)]
+    assert at(found, "FL103") == [("processors.py", 6)]
+    chains = {f.context for f in found if f.path == "processors.py"}
+    assert chains == {"Attention.forward → processors.AttnProcessor.__call__"}
+
+
+# 9. slicing or ranges bounded by a tensor value
+def test_slice_and_arange_bounded_by_tensor_values(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Crop(nn.Module):
+            def forward(self, x, lens):
+                y = x[:, : lens.max()]
+                start_t = x.argmin()
+                end_t = x.argmax() + 1
+                return y, torch.arange(start_t, end_t)
+        """})
+    found = lint(root)
+    assert ("m.py", 5) in at(found, "FL103"), [(f.code, f.line, f.message) for f in found]
+    assert ("m.py", 8) in at(found, "FL103")
+
+
+def test_slice_bounded_by_a_shape_stays_silent(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Crop(nn.Module):
+            def forward(self, x, n: int = 4):
+                half = x.shape[1] // 2
+                return x[:, :half] + x[:, n:n + half]
+        """})
+    assert at(lint(root), "FL103") == []
+
+
+# 10. iterating over a tensor
+def test_for_loop_over_a_tensor(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Rows(nn.Module):
+            def forward(self, x):
+                h = torch.relu(x)
+                out = []
+                for row in h:
+                    out.append(row.sum())
+                return torch.stack(out)
+        """})
+    assert at(lint(root), "FL204") == [("m.py", 7)]
+
+
+def test_for_loop_over_a_forward_parameter_used_as_a_tensor(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Rows(nn.Module):
+            def forward(self, x):
+                peak = x.abs().amax()
+                return torch.stack([row.sum() / peak for row in x] + [x.sum()])
+
+        class Pyramid(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 1)
+
+            def forward(self, features):
+                return [self.conv(f) for f in features]
+        """})
+    # `x` is a tensor by its use (`x.abs()`); `features` may be a list of feature maps: silent
+    assert at(lint(root), "FL204") == [("m.py", 6)]
+
+
+def test_item_on_a_value_of_unknown_type_follows_the_decision_policy(tmp_path):
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.eps = 1e-5
+                self.table = {}
+
+            def forward(self, x):
+                stats = self.table.get("scale")
+                return x * stats.item() + float(self.eps)
+        """})
+    found = [f for f in lint(root) if f.code == "FL101"]
+    assert [f.line for f in found] == [11]
+    assert "exists only on tensors and numpy values" in found[0].message
+
+
+def test_function_compiled_inside_main_is_linted(tmp_path):
+    root = project(tmp_path, {"train.py": """
+        import torch
+
+        def step(x):
+            return x * x.sum().item()
+
+        def main():
+            fast = torch.compile(step)
+            return fast(torch.ones(3))
+        """})
+    assert at(lint(root), "FL101") == [("train.py", 4)]
