@@ -108,6 +108,9 @@ class RunResult:
     files_found: int = 0
     files_checked: int = 0  # of those, the files every rule ran on (no file error)
     fixed: int = 0  # fixes applied (with --fix)
+    # Absolute paths of the Python files read: the confirm pass looks for modules with an
+    # example among them, also where the static pass found nothing.
+    paths: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             continue
         project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
+        out.result.paths.append(str(path.resolve()))
     engine = Engine(rules, project)
     may_write = _WritableArea(paths, settings.root)
 

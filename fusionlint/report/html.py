@@ -259,13 +259,14 @@ def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path)
     summary = '<div class="summary" id="summary">' + "".join(
         f'<div class="count" data-status="{_e(k)}"><b>{v}</b>{_e(k)}</div>' for k, v in sorted(counts.items())
     ) + f'<div class="count" data-status="modules"><b>{len(unit_results)}</b>modules run</div></div>'
-    # findings the confirm pass added (FL900) carry their module's label as context
+    # findings the confirm pass added (FL900, FL902) name their module in the confirmation
     labels = {ur.unit.label for ur in unit_results}
     added: dict[str, list[Finding]] = defaultdict(list)
     own = {id(f) for ur in unit_results for f in ur.unit.findings}
     for f in result.findings:
-        if id(f) not in own and f.context in labels:
-            added[f.context].append(f)
+        module = (f.confirmation or {}).get("module")
+        if id(f) not in own and module in labels:
+            added[module].append(f)
     sections = [
         _module_section(i, ur.unit, ur.worker, root, added.get(ur.unit.label, []))
         for i, ur in enumerate(unit_results, 1)
