@@ -7,7 +7,8 @@ missed still shows up (as FL900 / FL902). The sources, as the worker will use th
 - **registered**: a ``[tool.fusionlint.examples]`` key ``"pkg.mod:Model"`` whose module is a file
   of the run;
 - **convention**: a file with a top-level ``fusionlint_example()``;
-- **fixture**: a file with a top-level ``Model`` class and ``example_inputs()``;
+- **fixture**: a file with ``example_inputs()`` and a top-level ``Model`` class (or a single class
+  defining ``forward``);
 - **inferred** (only when asked for: inputs are guessed): each top-level class that defines
   ``forward`` and whose ``__init__`` takes no required argument.
 
@@ -89,9 +90,13 @@ def candidates(paths: list[str], *, examples: dict, sys_path: list[str], inferre
         if isinstance(top.get("fusionlint_example"), ast.FunctionDef):
             found[(path, EXAMPLE_TARGET)] = Candidate(path, EXAMPLE_TARGET, CONVENTION)
             continue
-        if isinstance(top.get("Model"), ast.ClassDef) and isinstance(top.get("example_inputs"), ast.FunctionDef):
-            found[(path, "Model")] = Candidate(path, "Model", FIXTURE)
-            continue
+        if isinstance(top.get("example_inputs"), ast.FunctionDef):
+            # The worker's rule: the file's ``Model``, else its only module class.
+            with_forward = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and _defines_forward(n)]
+            pick = "Model" if isinstance(top.get("Model"), ast.ClassDef) else (with_forward[0] if len(with_forward) == 1 else None)
+            if pick:
+                found[(path, pick)] = Candidate(path, pick, FIXTURE)
+                continue
         if inferred:
             for node in tree.body:
                 if isinstance(node, ast.ClassDef) and _defines_forward(node) and _no_required_init_args(node):

@@ -42,7 +42,12 @@ table.numbers th { background: #f6f8fa; font-weight: 600; }
 .status.unconfirmed { background: var(--muted); }
 figure { margin: 8px 0; }
 figcaption { color: var(--muted); font-size: 12px; }
-svg.staircase { background: #fff; border: 1px solid var(--line); }
+svg.staircase { background: #fff; border: 1px solid var(--line); max-width: 100%; height: auto; }
+.callout { border-left: 4px solid var(--bad); background: #ffebe9; padding: 6px 10px; margin: 8px 0; }
+table.numbers { max-width: 100%; }
+table.numbers td { overflow-wrap: anywhere; }
+code.src { font: 12.5px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; padding: 0 4px; }
+@media (max-width: 760px) { main { padding: 10px 8px; } header { padding: 10px 8px; } section.module { padding: 8px; } }
 svg.staircase text { font: 11px system-ui, sans-serif; fill: #1f2328; }
 svg.staircase .eager { stroke: var(--eager); }
 svg.staircase .compiled { stroke: var(--compiled); }
@@ -135,6 +140,7 @@ def _numbers(m: dict, example: Optional[dict]) -> str:
         ("recompiles", m.get("recompiles")),
         ("recompile limit hit", m.get("recompile_limit_hit")),
         ("kernels per forward, eager → compiled", f"{_fmt(m.get('kernels_eager'))} → {_fmt(m.get('kernels_compiled'))}"),
+        ("compile backend", m.get("backend")),
         (
             "host syncs per forward" + (" (CPU proxy: sync-prone ops)" if m.get("sync_method") == "cpu-proxy" else ""),
             f"{_fmt(m.get('host_syncs_eager'))} → {_fmt(m.get('host_syncs_compiled'))}",
@@ -147,8 +153,72 @@ def _numbers(m: dict, example: Optional[dict]) -> str:
         rows.append(("eager raises", m["eager_error"]))
     if m.get("compiled_error"):
         rows.append(("compiled raises", m["compiled_error"]))
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(_fmt(v))}</td></tr>" for k, v in rows)
+    hover = {"kernels per forward, eager → compiled": _kernel_names(m)}
+    body = "".join(
+        f"<tr><th>{_e(k)}</th><td" + (f' title="{_e(hover[k])}"' if hover.get(k) else "") + f">{_e(_fmt(v))}</td></tr>"
+        for k, v in rows
+    )
     return f'<table class="numbers">{body}</table>'
+
+
+def _kernel_names(m: dict) -> str:
+    parts = []
+    for mode in ("eager", "compiled"):
+        names = m.get(f"kernel_names_{mode}") or {}
+        if names:
+            parts.append(f"{mode}: " + ", ".join(f"{k} ×{v}" for k, v in sorted(names.items(), key=lambda kv: -kv[1])))
+    return "\n".join(parts)
+
+
+def _line_text(path: Optional[str], line: Optional[int]) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines() if path else []
+    except OSError:
+        return ""
+    return lines[line - 1].strip() if line and 1 <= line <= len(lines) else ""
+
+
+def _where(path: Optional[str], line: Optional[int], root: Path) -> str:
+    try:
+        shown = os.path.relpath(os.path.realpath(path), os.path.realpath(root)) if path else "?"
+    except ValueError:
+        shown = str(path)
+    return f"{shown}:{line}"
+
+
+def _slower_callout(m: dict) -> str:
+    """A compiled module slower than eager deserves a warning of its own (a break + sync pattern)."""
+    e, c = m.get("eager_us"), m.get("compiled_us")
+    if not e or not c or c <= e:
+        return ""
+    return (
+        f'<p class="callout">The compiled module is <b>slower than eager</b>: {c:g} µs vs {e:g} µs per forward '
+        f"({e / c:.2f}× eager). Its graph breaks and recompiles below are the usual cause.</p>"
+    )
+
+
+def _recompiles(m: dict, root: Path) -> str:
+    events = m.get("recompile_events") or []
+    if not events:
+        return ""
+    items = []
+    for ev in events[:16]:
+        frames = ev.get("frames") or []
+        file, line = (frames[-1][0], frames[-1][1]) if frames else ((ev.get("function") or [None, None])[:2])
+        text = _line_text(file, line)
+        items.append(
+            f"<li>guard <code class=\"src\">{_e(ev.get('guard'))}</code> failed — {_e(_where(file, line, root))}"
+            + (f' <code class="src">{_e(text)}</code>' if text else "") + "</li>"
+        )
+    return f'<p class="reason">recompiles (the guard that failed, and where its value was read):</p><ul class="loose">{"".join(items)}</ul>'
+
+
+def _kernel_list(m: dict) -> str:
+    names = m.get("kernel_names_compiled") or {}
+    if not names:
+        return ""
+    items = "".join(f"<li><code class=\"src\">{_e(k)}</code> ×{_e(v)}</li>" for k, v in sorted(names.items(), key=lambda kv: -kv[1])[:30])
+    return f'<details><summary>kernels of one compiled forward ({sum(names.values())})</summary><ul class="loose">{items}</ul></details>'
 
 
 def _source(path: Optional[str], findings: list[Finding], sites: list, context: int = 3) -> str:
@@ -170,7 +240,8 @@ def _source(path: Optional[str], findings: list[Finding], sites: list, context: 
             f"{_e(f.message)}{badge}" + (f"<br>{_e(evidence)}" if evidence else "") + "</span>"
         )
     site_lines: set = set()
-    for gb, _file, line, reason in sites:
+    for site in sites:
+        gb, _file, line, reason = site[:4]
         if line:
             site_lines.add(line)
             notes[line].append(
@@ -215,7 +286,14 @@ def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list
     m = worker["measurement"]
     where = f"{m.get('device')} ({m.get('device_name')}), torch {m.get('torch_version')}"
     out.append(f'<p class="example">measured on {_e(where)}</p>')
+    out.append(_slower_callout(m))
     out.append(_numbers(m, example))
+    safe = (worker.get("variants") or {}).get("safe-fixes") or {}
+    if safe.get("measurement"):
+        fixes = ", ".join(f"{x['code']} at line {x['line']}" for x in safe.get("fixes") or [])
+        out.append(f'<p class="callout">The module fails because of {_e(fixes)}; the rest was measured with its safe fix applied in memory.</p>')
+        m = safe["measurement"]
+        out.append(_numbers(m, example))
     fixed = ((worker.get("variants") or {}).get("fixed") or {}).get("measurement")
     if fixed:
         out.append(
@@ -232,8 +310,16 @@ def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list
     out.append(_source(unit.abs_path, findings, sites))
     elsewhere = [s for s in m.get("break_sites") or [] if s not in sites]
     if elsewhere:
-        items = "".join(f"<li>{_e(s[0] or '')} {_e(s[1])}:{_e(s[2])} — {_e(s[3])}</li>" for s in elsewhere)
+        items = "".join(
+            f"<li>{_e(s[0] or '')} {_e(_where(s[1], s[2], root))} — {_e(s[3])}"
+            + (f' <code class="src">{_e(_line_text(s[1], s[2]))}</code>' if _line_text(s[1], s[2]) else "")
+            + (f"<br>via {_e(' → '.join(f'{fr[2]} ({_where(fr[0], fr[1], root)})' for fr in s[4]))}" if len(s) > 4 and s[4] else "")
+            + "</li>"
+            for s in elsewhere
+        )
         out.append(f'<p class="reason">graph breaks in other files:</p><ul class="loose">{items}</ul>')
+    out.append(_recompiles(m, root))
+    out.append(_kernel_list(m))
     out.append("</section>")
     return "".join(out)
 
