@@ -157,7 +157,7 @@ def run(job: dict) -> dict:
         tag = variant.get("name", "variant")
         if variant.get("when_failed") and not failed:
             continue  # the safe-fix rerun is needed only when the module itself could not run
-        vres: dict = {}
+        vres: dict = {"fixes": variant["fixes"]} if variant.get("fixes") else {}
         try:
             # A variant measured in place of the file keeps its name, so break sites and guards
             # land on the file's own lines (its fixes keep the line count: see orchestrate).
