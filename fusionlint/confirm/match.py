@@ -16,6 +16,7 @@ findings are judged on that measurement and say so.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -27,6 +28,7 @@ RUNTIME_BREAK_CODE = "FL900"
 RUNTIME_BREAK_NAME = "runtime-graph-break"
 RUNTIME_RECOMPILE_CODE = "FL902"
 RUNTIME_RECOMPILE_NAME = "runtime-recompile"
+_GUARD_NAME_RE = re.compile(r"(?:self|L\['[^']+'\])(?:\.[A-Za-z_]\w*)+")  # self.threshold, L['self'].t
 _BENIGN_GUARDS = ("size mismatch", "stride mismatch")  # automatic dynamic: one recompile, then dynamic
 _RANK = {CONFIRMED: 3, NOT_REPRODUCED: 2, UNCONFIRMED: 1}
 
@@ -322,17 +324,19 @@ def runtime_break_findings(
     return out
 
 
-def recompile_sites(m: dict) -> list[dict]:
+def recompile_sites(m: dict, swept: bool = False) -> list[dict]:
     """The recompiles worth reporting, grouped by the place they come from.
 
     Each: {"file", "line", "guards": [...], "frames": [...], "function": name}. The place is the
     innermost user frame of the failing guard (where the guarded value was read), else the first
     line of the function that recompiled (a guard on an input). The first size/stride mismatch of
     each function is left out: that is automatic dynamic shapes, which recompile once and then
-    stay dynamic.
+    stay dynamic. ``swept``: the batch sizes were changed by fusionlint's own exercise (for a
+    recompile finding), so guards on sizes alone (no attribute, global or stack value) are ours.
     """
     sites: dict[tuple, dict] = {}
     seen_shape: set = set()
+    named: dict[tuple, dict] = {}  # (function, a name a guard mentions) -> the site it was read at
     for ev in m.get("recompile_events") or []:
         guard = str(ev.get("guard") or "")
         fn = list(ev.get("function") or [None, None, None]) + [None] * 3
@@ -341,6 +345,17 @@ def recompile_sites(m: dict) -> list[dict]:
             if (fn[0], fn[2]) not in seen_shape:
                 seen_shape.add((fn[0], fn[2]))
                 continue
+        names = set(_GUARD_NAME_RE.findall(guard))
+        if swept and not names and "___stack" not in guard and "G[" not in guard:
+            continue
+        # A later guard on the same value often comes without a user frame (torch re-specializes
+        # it in a pass: "(_dynamo/output_graph.py in remove_tensorify_specialized_graphargs)"):
+        # it belongs where that value was read first.
+        earlier = next((named[(fn[0], fn[2], n)] for n in sorted(names) if (fn[0], fn[2], n) in named), None)
+        if not frames and earlier is not None:
+            if guard and guard not in earlier["guards"]:
+                earlier["guards"].append(guard)
+            continue
         if frames:
             file, line, name = frames[-1][0], frames[-1][1], frames[-1][2]
         elif fn[0] and fn[1]:
@@ -353,6 +368,9 @@ def recompile_sites(m: dict) -> list[dict]:
         })
         if guard and guard not in site["guards"]:
             site["guards"].append(guard)
+        if frames:
+            for n in names:
+                named.setdefault((fn[0], fn[2], n), site)
     return list(sites.values())
 
 
@@ -373,7 +391,7 @@ def runtime_recompile_findings(
             claimed.setdefault(abs_path(f.path, root), set()).update(range(f.line, f.end_line + 1))
     module_claims = any(Effect.RECOMPILE in tuple(Effect(e) for e in f.effects) for f in unit_findings)
     out = []
-    for site in recompile_sites(m):
+    for site in recompile_sites(m, swept=worker.get("exercise") == "batch-sweep"):
         frames = site["frames"]
         if any(int(fr[1]) in claimed.get(os.path.realpath(fr[0]), set()) for fr in frames):
             continue
