@@ -292,3 +292,47 @@ def test_a_killed_run_keeps_finished_modules_and_the_next_run_resumes(tmp_path):
                            text=True, timeout=600)
     assert "confirm models/gate1.py::Gate1: ok (cached)" in again.stderr, again.stderr
     assert "unconfirmed (budget)" in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--confirm=bogus"], "expected --confirm, --confirm=all or --confirm=flagged"),
+        (["--confirm-inferred"], "--confirm-inferred needs --confirm"),
+        (["--confirmed-only"], "--confirmed-only needs --confirm"),
+        (["--confirm-budget", "5"], "--confirm-budget needs --confirm"),
+        (["--confirm", "--confirm-budget", "0"], "--confirm-budget must be a number of seconds > 0"),
+        (["--confirm-backend", "eager"], "--confirm-backend needs --confirm"),
+    ],
+)
+def test_bad_safety_net_options_exit_2(args, message):
+    from click.testing import CliRunner
+
+    from fusionlint.cli import main
+
+    res = CliRunner().invoke(main, ["check", str(DATA / "ok.py"), "--select", "FL101", *args])
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output
+
+
+def test_discovery_finds_registered_convention_fixture_and_only_asked_for_inferred(tmp_path):
+    from fusionlint.confirm import discover
+    from fusionlint.confirm.examples import EXAMPLE_TARGET
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "reg.py").write_text("class Block:\n    def forward(self, x):\n        return x\n")
+    (tmp_path / "conv.py").write_text("class A:\n    def forward(self, x):\n        return x\n\ndef fusionlint_example():\n    pass\n")
+    (tmp_path / "fix.py").write_text("class Net:\n    def forward(self, x):\n        return x\n\ndef example_inputs():\n    pass\n")
+    (tmp_path / "guess.py").write_text(
+        "class NoArgs:\n    def forward(self, x):\n        return x\n\n"
+        "class NeedsDim:\n    def __init__(self, dim):\n        pass\n\n    def forward(self, x):\n        return x\n"
+    )
+    (tmp_path / "broken.py").write_text("def (:\n")
+    paths = [str(p) for p in tmp_path.rglob("*.py")]
+    kw = dict(examples={"pkg.reg:Block": "pkg.reg:make"}, sys_path=[str(tmp_path)])
+    found = {(Path(c.abs_path).name, c.target, c.source) for c in discover.candidates(paths, inferred=False, **kw)}
+    assert found == {("reg.py", "Block", "registered"), ("conv.py", EXAMPLE_TARGET, "convention"),
+                     ("fix.py", "Net", "fixture")}
+    with_inferred = {(Path(c.abs_path).name, c.target) for c in discover.candidates(paths, inferred=True, **kw)}
+    assert with_inferred - {(n, t) for n, t, _ in found} == {("guess.py", "NoArgs")}

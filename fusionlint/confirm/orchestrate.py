@@ -575,7 +575,7 @@ def confirm_findings(
     if report_path is not None:
         from fusionlint.report.html import write_report
 
-        write_report(Path(report_path), result, results, root=root)
+        write_report(Path(report_path), result, results, root=root, docs_url=getattr(settings, "docs_url", None))
     return results
 
 

@@ -221,7 +221,7 @@ def _kernel_list(m: dict) -> str:
     return f'<details><summary>kernels of one compiled forward ({sum(names.values())})</summary><ul class="loose">{items}</ul></details>'
 
 
-def _source(path: Optional[str], findings: list[Finding], sites: list, context: int = 3) -> str:
+def _source(path: Optional[str], findings: list[Finding], sites: list, context: int = 3, links: Optional[dict] = None) -> str:
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines() if path else []
     except OSError:
@@ -236,7 +236,7 @@ def _source(path: Optional[str], findings: list[Finding], sites: list, context: 
         badge = f' <span class="status {_e(status)}">{_e(status)}</span>' if status else ""
         evidence = (f.confirmation or {}).get("summary") or ""
         notes[f.line].append(
-            f'<span class="note finding-note" data-code="{_e(f.code)}"><span class="code">{_e(f.code)}</span> '
+            f'<span class="note finding-note" data-code="{_e(f.code)}"><span class="code">{_code(f.code, links)}</span> '
             f"{_e(f.message)}{badge}" + (f"<br>{_e(evidence)}" if evidence else "") + "</span>"
         )
     site_lines: set = set()
@@ -267,7 +267,13 @@ def _source(path: Optional[str], findings: list[Finding], sites: list, context: 
     return '<pre class="source">' + "".join(out) + "</pre>"
 
 
-def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list[Finding]) -> str:
+def _code(code: str, links: Optional[dict]) -> str:
+    """A rule code, linked to its docs when the ``docs-url`` setting says where they are."""
+    url = (links or {}).get(code)
+    return f'<a href="{_e(url)}">{_e(code)}</a>' if url else _e(code)
+
+
+def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list[Finding], links: Optional[dict] = None) -> str:
     label = unit.label
     findings = list(unit.findings) + [f for f in extra if os.path.realpath(Path(root) / f.path) == os.path.realpath(unit.abs_path)]
     out = [f'<section class="module" id="m{index}" data-label="{_e(label)}">', f"<h2>{_e(label)}</h2>"]
@@ -280,7 +286,7 @@ def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list
         out.append(f'<p class="reason">not run: {_e(worker.get("reason"))}</p>')
         if worker.get("hint"):
             out.append(f'<p class="reason">hint: {_e(worker.get("hint"))}</p>')
-        out.append(_source(unit.abs_path, findings, []))
+        out.append(_source(unit.abs_path, findings, [], links=links))
         out.append("</section>")
         return "".join(out)
     m = worker["measurement"]
@@ -307,7 +313,7 @@ def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list
     )
     real = os.path.realpath(unit.abs_path)
     sites = [s for s in m.get("break_sites") or [] if s[1] and os.path.realpath(s[1]) == real]
-    out.append(_source(unit.abs_path, findings, sites))
+    out.append(_source(unit.abs_path, findings, sites, links=links))
     elsewhere = [s for s in m.get("break_sites") or [] if s not in sites]
     if elsewhere:
         items = "".join(
@@ -324,7 +330,7 @@ def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list
     return "".join(out)
 
 
-def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path) -> str:
+def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path, docs_url: Optional[str] = None) -> str:
     unit_results = list(unit_results)
     counts: dict[str, int] = defaultdict(int)
     for f in result.findings:
@@ -347,6 +353,11 @@ def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path)
     ) + f'<div class="count" data-status="modules"><b>{len(unit_results)}</b>modules run</div></div>'
     # findings the confirm pass added (FL900, FL902) name their module in the confirmation
     labels = {ur.unit.label for ur in unit_results}
+    links: dict = {}
+    if docs_url:
+        from fusionlint.registry import all_rules
+
+        links = {code: rule.help_url(docs_url) for code, rule in all_rules().items()}
     added: dict[str, list[Finding]] = defaultdict(list)
     own = {id(f) for ur in unit_results for f in ur.unit.findings}
     for f in result.findings:
@@ -354,7 +365,7 @@ def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path)
         if id(f) not in own and module in labels:
             added[module].append(f)
     sections = [
-        _module_section(i, ur.unit, ur.worker, root, added.get(ur.unit.label, []))
+        _module_section(i, ur.unit, ur.worker, root, added.get(ur.unit.label, []), links)
         for i, ur in enumerate(unit_results, 1)
     ]
     covered = own | {id(f) for fs in added.values() for f in fs}
@@ -374,7 +385,7 @@ def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path)
     return head + summary + "".join(sections) + tail + "</main></body></html>\n"
 
 
-def write_report(path: Path, result: RunResult, unit_results: Iterable[Any], *, root: Path) -> None:
+def write_report(path: Path, result: RunResult, unit_results: Iterable[Any], *, root: Path, docs_url: Optional[str] = None) -> None:
     from fusionlint.files import atomic_write
 
-    atomic_write(Path(path), render_report(result, unit_results, root=root))
+    atomic_write(Path(path), render_report(result, unit_results, root=root, docs_url=docs_url))
