@@ -110,6 +110,13 @@ class WorkerProcess:
             self.proc.wait()
         self._cleanup()
 
+    def terminate(self) -> None:
+        """End the worker's processes now, from any thread (Ctrl-C): the thread that owns this
+        worker sees it die and cleans up itself."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            procs.kill_group_and_tree(proc.pid)
+
     def close(self) -> None:
         """Ask the worker to exit (its request pipe closes), then end whatever is left."""
         if self.proc is not None and self.proc.poll() is None:
