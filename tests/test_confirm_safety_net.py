@@ -336,3 +336,31 @@ def test_discovery_finds_registered_convention_fixture_and_only_asked_for_inferr
                      ("fix.py", "Net", "fixture")}
     with_inferred = {(Path(c.abs_path).name, c.target) for c in discover.candidates(paths, inferred=True, **kw)}
     assert with_inferred - {(n, t) for n, t, _ in found} == {("guess.py", "NoArgs")}
+
+
+# ---------------------------------------------------------------------------- the threshold reference
+
+
+def test_threshold_variants_reproduce_the_reference_facts_on_cpu():
+    """examples/threshold: the issue's four clamp thresholds. None is flagged by the static pass;
+    the confirm pass measures: constant and buffer one graph, no break or recompile; annealed in
+    forward: the recompile limit, then eager; from `.item()`: a break at that line."""
+    need("torch", "the confirm pass runs modules under torch.compile")
+    from fusionlint.config import Settings
+    from fusionlint.confirm import orchestrate as orch
+    from fusionlint.runner import run
+
+    settings = Settings(root=ROOT)
+    result = run([str(ROOT / "examples" / "threshold")], settings).result
+    assert result.findings == []
+    units = orch.confirm_findings(result, settings=settings, device="cpu", use_cache=False, jobs=2)
+    m = {Path(u.unit.abs_path).stem: u.worker["measurement"] for u in units}
+    assert set(m) == {"constant", "annealed", "from_item", "buffer"}
+    for calm in ("constant", "buffer"):
+        assert (m[calm]["compiled_regions"], m[calm]["break_sites"], m[calm]["recompiles"]) == (1, [], 0), calm
+    assert m["annealed"]["recompile_limit_hit"] and m["annealed"]["compiled_regions"] == 0
+    item_line = _line_of(ROOT / "examples" / "threshold" / "from_item.py", "scores.std().item()")
+    assert [(Path(s[1]).name, s[2]) for s in m["from_item"]["break_sites"]] == [("from_item.py", item_line)]
+    reported = {(Path(f.path).name, f.line, f.code) for f in result.findings}
+    assert ("from_item.py", item_line, "FL900") in reported
+    assert ("annealed.py", _line_of(ROOT / "examples" / "threshold" / "annealed.py", "self.threshold = max("), "FL902") in reported

@@ -234,13 +234,28 @@ class _BreakLog(logging.Handler):
         if found is not None:
             site = BreakSite(gb, found[0], found[1], reason, self._chain(frames))
             self._by_location[key] = site
-            if all(s[:4] != site[:4] for s in self.sites):
-                self.sites.append(site)
+            self._add(site)
         else:
             site = BreakSite(gb, at[0], int(at[1]) if at[1] else None, reason)
             self._by_location[key] = site
             if site not in self.others:
                 self.others.append(site)
+
+
+    _VAGUE = "Failed to handle graph break gracefully"  # an outer frame's echo of an inner break
+
+    def _add(self, site: BreakSite) -> None:
+        """One site per (GB id, file, line): an outer frame's record of the same break ("failed to
+        handle graph break gracefully") gives way to the inner one's reason and longer chain."""
+        for i, old in enumerate(self.sites):
+            if old[:3] == site[:3] and (old.gb or old.reason.startswith(self._VAGUE) or site.reason.startswith(self._VAGUE)):
+                better_reason = old.reason if site.reason.startswith(self._VAGUE) else site.reason
+                frames = old.frames if len(old.frames) >= len(site.frames) else site.frames
+                self.sites[i] = old._replace(reason=better_reason, frames=frames)
+                return
+            if old[:4] == site[:4]:
+                return
+        self.sites.append(site)
 
 
 class UserCode:
