@@ -524,6 +524,23 @@ def confirm_findings(
     live: list[WorkerProcess] = []
     deadline = time.monotonic() + budget if budget else None
 
+    def one(unit: Unit, worker: WorkerProcess, gpu: Optional[str]) -> UnitResult:
+        job, key = job_for(unit, gpu)
+        hit = cache.get(key)
+        if hit is not None and deps_unchanged(hit):
+            return UnitResult(unit, hit, cached=True)
+        if deadline is not None and time.monotonic() >= deadline:
+            return UnitResult(unit, {"ok": False, "reason": BUDGET_REASON.format(budget=budget), "budget": True})
+        reporter.running(unit.label)
+        t0 = time.perf_counter()
+        res = worker.run(job, timeout)
+        res.setdefault("device", device)
+        res.setdefault("torch", info.get("version"))
+        if res.get("ok"):
+            res["dep_digests"] = {p: file_digest(p) for p in res.get("deps") or []}
+        cache.put(key, res)  # now, not at the end: a killed run keeps it
+        return UnitResult(unit, res, seconds=round(time.perf_counter() - t0, 2))
+
     def slot(index: int) -> None:
         gpu = gpus[index % len(gpus)] if device == "cuda" and len(gpus) > 1 else None
         worker = WorkerProcess(_worker_env(gpu), memory_mb=None if device.startswith("cuda") else memory_mb or None,
@@ -536,23 +553,11 @@ def confirm_findings(
                     if not queue:
                         return
                     unit = queue.pop(0)
-                job, key = job_for(unit, gpu)
-                hit = cache.get(key)
-                if hit is not None and deps_unchanged(hit):
-                    ur = UnitResult(unit, hit, cached=True)
-                elif deadline is not None and time.monotonic() >= deadline:
-                    reason = BUDGET_REASON.format(budget=budget)
-                    ur = UnitResult(unit, {"ok": False, "reason": reason, "budget": True})
-                else:
-                    reporter.running(unit.label)
-                    t0 = time.perf_counter()
-                    res = worker.run(job, timeout)
-                    res.setdefault("device", device)
-                    res.setdefault("torch", info.get("version"))
-                    if res.get("ok"):
-                        res["dep_digests"] = {p: file_digest(p) for p in res.get("deps") or []}
-                    cache.put(key, res)  # now, not at the end: a killed run keeps it
-                    ur = UnitResult(unit, res, seconds=round(time.perf_counter() - t0, 2))
+                try:
+                    ur = one(unit, worker, gpu)
+                except Exception as exc:  # a bug of ours: this module's answer, not the run's end
+                    worker.kill()
+                    ur = UnitResult(unit, {"ok": False, "reason": f"internal error: {type(exc).__name__}: {exc}"})
                 with lock:
                     done[order[id(unit)]] = ur
                 reporter.finished(ur)

@@ -178,6 +178,8 @@ class WorkerProcess:
                     if self._should_recycle(result):
                         self.close()
                     return result
+                self.kill()
+                return {"ok": False, "reason": "the worker's answer could not be read"}
             if line is not None and line.startswith("bad "):
                 return {"ok": False, "reason": f"worker could not run the job: {line[4:]}"}
             return self._fail(line, timed_out=line is None and self.proc.poll() is None, timeout=timeout, offset=offset)
