@@ -16,7 +16,7 @@ import click
 from fusionlint import __version__
 from fusionlint import cli_stdin as _stdin
 from fusionlint.config import ConfigError, Settings, load_settings
-from fusionlint.confirm.cli import ConfirmCLI, ConfirmError, confirm_options, merge_command
+from fusionlint.confirm.cli import ConfirmCLI, ConfirmCommand, ConfirmError, confirm_options, merge_command
 from fusionlint.files import UsageError, atomic_write
 from fusionlint.registry import RuleDefinitionError, all_rules
 from fusionlint.report import FORMATS, renderer
@@ -62,7 +62,7 @@ def main() -> None:
     """Find the code that stops torch.compile from fusing your model, and fix it."""
 
 
-@main.command()
+@main.command(cls=ConfirmCommand)  # accepts --confirm=flagged (fusionlint/confirm/cli.py)
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the defaults).")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the selection.")

@@ -164,6 +164,16 @@ _CONFIRM_KEYS: dict[str, tuple[str, Any]] = {
     ),
     "memory-mb": ("an integer >= 0 (0: no memory cap)", lambda v: _is_int(v) and 0 <= v <= 2**31),
     "timing-runs": ("an integer from 0 to 10000", lambda v: _is_int(v) and 0 <= v <= 10_000),
+    "backend": (
+        'one of "auto", "eager", "aot_eager", "inductor"',
+        lambda v: v in ("auto", "eager", "aot_eager", "inductor"),
+    ),
+    "inferred": ("true or false", lambda v: isinstance(v, bool)),
+    "budget": (
+        "a number of seconds > 0 and <= 604800",
+        lambda v: _is_number(v) and 0 < v <= 604_800,
+    ),
+    "modules-per-worker": ("an integer from 1 to 10000", lambda v: _is_int(v) and 1 <= v <= 10_000),
     "device": (
         'one of "auto", "cpu", "cuda", "cuda:N"',
         lambda v: isinstance(v, str) and bool(re.fullmatch(r"auto|cpu|cuda(:\d+)?", v.strip().lower())),

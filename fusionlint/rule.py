@@ -119,6 +119,9 @@ class RunResult:
     files_checked: int = 0  # of those, the files every rule ran on (no file error)
     fixed: int = 0  # fixes applied (with --fix)
     target_torch: Optional[str] = None  # the torch version findings were judged against ("2.13")
+    # Absolute paths of the Python files read: the confirm pass looks for modules with an
+    # example among them, also where the static pass found nothing.
+    paths: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

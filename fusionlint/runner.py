@@ -91,6 +91,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             continue
         project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
+        out.result.paths.append(str(path.resolve()))
     torch_version = torch_target.resolve(settings.target_torch)
     out.result.target_torch = torch_target.format_version(torch_version)
     engine = Engine(rules, project, _semantic_model(sources, settings), target_torch=torch_version)

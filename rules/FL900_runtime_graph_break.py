@@ -26,10 +26,14 @@ Reports a graph break that `torch.compile` really took while running your module
 `fusionlint check --confirm`, at a line that no static rule flagged. It only appears with
 `--confirm`: the static pass never reports it.
 
-The location is the innermost frame of the break's user traceback that lies in a file of the
-run, so a break inside a library call (say `logging/__init__.py`) is reported at the line of
-your code that made the call. The message carries torch's own graph-break id (GBxxxx) and
-reason.
+The location is the innermost frame of the break's user traceback that lies in your project
+(any file under the project root outside installed packages and virtual environments), so a
+break in a helper of another file (`helpers.py`) is reported in that helper, and a break inside
+a library call (say `logging/__init__.py`) at the line of your code that made the call. The
+finding carries the chain of your frames that led there (`compiled via: forward (model.py:14) →
+soft_limit (helpers.py:5)`), and the message torch's own graph-break id (GBxxxx) and reason.
+`--confirm` runs every module with an example, flagged or not, so these breaks are found also
+where the static pass found nothing.
 
 ## Why is this bad?
 Every graph break splits the compiled forward into separate graphs: torch runs the code between

@@ -154,3 +154,31 @@ def test_cli_report_from_a_real_run(tmp_path):
     assert int(eager[0]["data-launches"]) > 0 and int(compiled[0]["data-launches"]) > 0
     assert dom.having("span", "break-site", id="L13")
     assert dom.having("span", "note", data_gb="GB0124")
+
+
+def test_report_shows_recompiles_kernels_and_a_slower_than_eager_callout(tmp_path):
+    result, units = _synthetic(tmp_path)
+    meas = units[0].worker["measurement"]
+    src = str(tmp_path / "model.py")
+    meas["recompile_events"] = [{"guard": "self.t == 4.0", "frames": [[src, 8, "forward"]], "function": [src, 6, "forward"]}]
+    meas["kernel_names_compiled"] = {"inductor:cpp_fused": 2, "aten::mm": 1}
+    meas["break_sites"].append(["GB0170", str(tmp_path / "helpers.py"), 5, "Data-dependent branching",
+                                [[src, 7, "forward"], [str(tmp_path / "helpers.py"), 5, "clip"]]])
+    (tmp_path / "helpers.py").write_text("\n\n\n\n    if x.max() > 1:\n")
+    page = render_report(result, units, root=tmp_path)
+    dom = _Elements()
+    dom.feed(page)
+    (callout,) = [a for a in dom.having("p", "callout")]
+    assert "slower than eager" in page and "0.44× eager" in page  # 20 µs eager vs 45.5 µs compiled
+    assert "guard <code class=\"src\">self.t == 4.0</code> failed — model.py:8" in page
+    assert '<code class="src">return x * s</code>' in page  # the guarded line's source
+    assert "helpers.py:5" in page and "via forward (model.py:7) → clip (helpers.py:5)" in page
+    assert dom.having("details") and "inductor:cpp_fused</code> ×2" in page
+    assert 'title="compiled: inductor:cpp_fused ×2, aten::mm ×1"' in page
+
+
+def test_report_links_rule_codes_to_the_configured_docs(tmp_path):
+    result, units = _synthetic(tmp_path)
+    page = render_report(result, units, root=tmp_path, docs_url="https://docs.example/rules/{code}")
+    assert '<a href="https://docs.example/rules/FL101">FL101</a>' in page
+    assert "<a href" not in render_report(result, units, root=tmp_path)

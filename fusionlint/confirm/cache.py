@@ -31,7 +31,7 @@ def torch_version() -> Optional[str]:
         return None
 
 
-def _file_digest(path: str) -> str:
+def file_digest(path: str) -> str:
     try:
         with open(path, "rb") as fh:
             return hashlib.sha256(fh.read()).hexdigest()
@@ -45,7 +45,7 @@ def _code_digest() -> str:
     h = hashlib.sha256()
     for p in sorted(here.glob("*.py")):
         h.update(p.name.encode())
-        h.update(_file_digest(str(p)).encode())
+        h.update(file_digest(str(p)).encode())
     return h.hexdigest()
 
 
@@ -55,7 +55,7 @@ def job_key(job: dict, files: list[str], torch: Optional[str], tool_version: str
         "tool": tool_version,
         "code": _code_digest(),
         "torch": torch,
-        "files": {os.path.realpath(p): _file_digest(p) for p in sorted(set(files))},
+        "files": {os.path.realpath(p): file_digest(p) for p in sorted(set(files))},
         "job": {k: v for k, v in sorted(job.items()) if k not in ("sys_path",)},
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:32]

@@ -13,18 +13,49 @@ import click
 
 from fusionlint.config import ConfigError, check_confirm_timeout
 from fusionlint.confirm.orchestrate import ConfirmError, confirm_findings, merge_files, parse_shard
+from fusionlint.confirm.progress import for_terminal
+
+SCOPES = ("all", "flagged")
 
 _OPTIONS = [
-    click.option("--confirm", "confirm", is_flag=True, help="Run flagged modules under torch.compile and attach the measured evidence (imports your code; needs torch)."),
+    click.option("--confirm", "confirm", is_flag=True, help="Run every module with an example under torch.compile and attach the measured evidence (imports your code; needs torch). --confirm=flagged: only modules with findings."),
+    click.option("--confirm-scope", "confirm_scope", type=click.Choice(SCOPES), default=None, hidden=True),
+    click.option("--confirm-inferred", "confirm_inferred", is_flag=True, default=None, help="With --confirm: also run modules whose inputs must be guessed (no registered example)."),
+    click.option("--confirm-budget", "confirm_budget", type=float, default=None, metavar="SECONDS", help="Start no new module after SECONDS; the rest stay unconfirmed (budget)."),
+    click.option("--confirm-backend", "confirm_backend", type=click.Choice(("auto", "eager", "aot_eager", "inductor")), default=None, help="torch.compile backend (auto: eager for breaks/recompiles, inductor where kernels, syncs or numerics are claimed)."),
+    click.option("--confirmed-only", "confirmed_only", is_flag=True, help="With --confirm: hide findings the confirm pass measured as not-reproduced (exit code follows)."),
     click.option("--confirm-on-gpu", "confirm_on_gpu", is_flag=True, help="Like --confirm, on a CUDA GPU (fails when none is visible)."),
     click.option("--device", "confirm_device", default=None, metavar="cpu|cuda|cuda:N", help="Device for --confirm/--verify (default: cuda if available, else cpu)."),
-    click.option("--jobs", "confirm_jobs", type=int, default=None, help="Confirm workers in parallel (default: 1 on CPU, one per visible GPU)."),
+    click.option("--jobs", "confirm_jobs", type=int, default=None, help="Confirm workers in parallel (default: the CPU cores on CPU, one per visible GPU on CUDA)."),
     click.option("--shard", "confirm_shard", default=None, metavar="K/N", help="Confirm only the K-th of N deterministic slices of the modules."),
     click.option("--confirm-timeout", "confirm_timeout", type=float, default=None, metavar="SECONDS", help="Per-module time limit (default 120)."),
     click.option("--report", "confirm_report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="With --confirm: write a self-contained HTML evidence report."),
     click.option("--verify", "confirm_verify", is_flag=True, help="With --fix: write a fix only if the module stays allclose and the effect shrinks."),
     click.option("--no-confirm-cache", "confirm_no_cache", is_flag=True, help="Ignore cached confirm results."),
 ]
+
+
+class ConfirmCommand(click.Command):
+    """``check``'s command class: accepts ``--confirm=flagged`` / ``--confirm=all``.
+
+    ``--confirm`` stays a flag (``check --confirm src/`` must not read ``src/`` as its value), so
+    the attached form is rewritten to the flag plus the scope before click parses.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out = []
+        for arg in args:
+            if arg == "--":
+                out.extend(args[len(out):])
+                break
+            if arg.startswith("--confirm="):
+                value = arg.split("=", 1)[1]
+                if value not in SCOPES:
+                    raise click.UsageError(f"--confirm={value}: expected --confirm, --confirm=all or --confirm=flagged", ctx)
+                out += ["--confirm", "--confirm-scope", value]
+            else:
+                out.append(arg)
+        return super().parse_args(ctx, out)
 
 
 def confirm_options(func: Callable) -> Callable:
@@ -47,7 +78,13 @@ class ConfirmCLI:
         self.report = kw.get("confirm_report")
         self.verify = bool(kw.get("confirm_verify"))
         self.use_cache = not kw.get("confirm_no_cache")
+        self.scope = kw.get("confirm_scope") or "all"
+        self.inferred = kw.get("confirm_inferred")
+        self.budget = kw.get("confirm_budget")
+        self.backend = kw.get("confirm_backend")
+        self.confirmed_only = bool(kw.get("confirmed_only"))
         self.echo = echo or (lambda line: click.echo(line, err=True))
+        self.progress = None if echo is None else echo  # a given echo: lines, never the bar
         self.verifier: Any = None
         if self.verify and not fix:
             raise ConfirmError("--verify needs --fix (or --diff)")
@@ -58,9 +95,15 @@ class ConfirmCLI:
                 ("--report", self.report),
                 ("--confirm-timeout", self.timeout if not self.verify else None),
                 ("--device", self.device if not self.verify else None),
+                ("--confirm-budget", self.budget),
+                ("--confirm-inferred", self.inferred),
+                ("--confirm-backend", self.backend),
+                ("--confirmed-only", True if self.confirmed_only else None),
             ):
                 if value is not None:
                     raise ConfirmError(f"{flag} needs --confirm")
+        if self.budget is not None and not (0 < self.budget <= 7 * 86_400):
+            raise ConfirmError(f"--confirm-budget must be a number of seconds > 0 and <= 604800, got {self.budget:g}")
         if self.jobs is not None and self.jobs < 1:
             raise ConfirmError("--jobs must be at least 1")
         if self.timeout is not None:
@@ -97,8 +140,17 @@ class ConfirmCLI:
             report_path=self.report,
             require_gpu=self.on_gpu,
             use_cache=self.use_cache,
-            progress=self.echo,
+            progress=self.progress or for_terminal(self.echo),
+            scope=self.scope,
+            inferred=self.inferred,
+            budget=self.budget,
+            backend=self.backend,
         )
+        if self.confirmed_only:
+            # Exit codes follow what is shown: the CLI counts result.findings after this.
+            result.findings = [
+                f for f in result.findings if (f.confirmation or {}).get("status") != "not-reproduced"
+            ]
         if self.report is not None:
             self.echo(f"wrote {self.report}")
 

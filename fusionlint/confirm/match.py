@@ -4,12 +4,19 @@ A finding is ``confirmed`` when one of its claimed effects is observed (graph br
 on one of the finding's lines; recompiles, kernels, syncs, errors, divergence: the module-level
 effect is present), ``not-reproduced`` when the module ran but none of its measurable effects
 appeared, and ``unconfirmed`` when nothing could be measured (with the reason).
-Break sites that no graph-break finding covers become ``FL900 runtime-graph-break`` findings.
+Break sites that no graph-break finding covers become ``FL900 runtime-graph-break`` findings, and
+recompiles that no recompile finding explains become ``FL902 runtime-recompile`` findings, each at
+the innermost user frame with the chain of user frames that led there.
+
+When the module fails because of a runtime-error finding that has a safe fix (FL301), the worker
+measured it again with those fixes applied in memory (variant ``safe-fixes``); the module's other
+findings are judged on that measurement and say so.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -19,6 +26,10 @@ CONFIRMED, NOT_REPRODUCED, UNCONFIRMED = "confirmed", "not-reproduced", "unconfi
 BENIGN_RECOMPILES = 1  # automatic dynamic: the first new shape recompiles once, then stays dynamic
 RUNTIME_BREAK_CODE = "FL900"
 RUNTIME_BREAK_NAME = "runtime-graph-break"
+RUNTIME_RECOMPILE_CODE = "FL902"
+RUNTIME_RECOMPILE_NAME = "runtime-recompile"
+_GUARD_NAME_RE = re.compile(r"(?:self|L\['[^']+'\])(?:\.[A-Za-z_]\w*)+")  # self.threshold, L['self'].t
+_BENIGN_GUARDS = ("size mismatch", "stride mismatch")  # automatic dynamic: one recompile, then dynamic
 _RANK = {CONFIRMED: 3, NOT_REPRODUCED: 2, UNCONFIRMED: 1}
 
 
@@ -158,11 +169,46 @@ def module_numbers(m: dict, worker: dict, fixed: Optional[dict] = None) -> dict:
     }
 
 
+def _failed(m: dict) -> bool:
+    return not (m.get("eager_ok") and m.get("compiled_ok"))
+
+
+def effective(worker: dict, finding: Optional[Finding] = None) -> tuple[dict, Optional[str]]:
+    """The measurement to judge ``finding`` (or the module's runtime findings) on, and why it is
+    not the module's own: the safe-fix rerun when the module failed because of a finding."""
+    m = worker["measurement"]
+    safe = (worker.get("variants") or {}).get("safe-fixes") or {}
+    if finding is not None and Effect.RUNTIME_ERROR in tuple(Effect(e) for e in finding.effects):
+        return m, None
+    if _failed(m) and safe.get("measurement"):
+        fixes = ", ".join(f"{x['code']} at line {x['line']}" for x in safe.get("fixes") or [])
+        return safe["measurement"], (
+            f"the module fails because of {fixes or 'a runtime-error finding'}; "
+            "confirmed with its safe fix applied in memory"
+        )
+    return m, None
+
+
+def failure_note(worker: dict) -> Optional[str]:
+    """For the runtime-error findings themselves: the rest was measured with their fix."""
+    if not worker.get("ok"):
+        return None
+    safe = (worker.get("variants") or {}).get("safe-fixes") or {}
+    if _failed(worker["measurement"]) and safe.get("measurement"):
+        return "the module's other findings were confirmed with this finding's safe fix applied in memory"
+    if _failed(worker["measurement"]) and safe.get("error"):
+        return f"the rerun with the safe fix failed: {safe['error']}"
+    return None
+
+
 def confirmation_for(finding: Finding, worker: dict, root: Path, label: str) -> dict:
     """The ``Finding.confirmation`` dict for one finding from its module's worker result."""
     if not worker.get("ok"):
         reason = worker.get("reason") or "the module could not be run"
         conf = {"status": UNCONFIRMED, "module": label, "reason": reason, "summary": reason}
+        if worker.get("budget"):
+            conf["budget"] = True
+            conf["summary"] = f"unconfirmed (budget): {reason}"
         if worker.get("hint"):
             conf["hint"] = worker["hint"]
             conf["summary"] = f"{reason} ({worker['hint']})"
@@ -170,7 +216,7 @@ def confirmation_for(finding: Finding, worker: dict, root: Path, label: str) -> 
             if worker.get(key):
                 conf[key] = worker[key]
         return conf
-    m = worker["measurement"]
+    m, note = effective(worker, finding)
     fixed = ((worker.get("variants") or {}).get("fixed") or {}).get("measurement")
     effects = verdicts(finding, m, root, fixed)
     status, reason = status_of(effects)
@@ -185,7 +231,31 @@ def confirmation_for(finding: Finding, worker: dict, root: Path, label: str) -> 
     ]
     conf["effects"] = effects
     conf["summary"] = summary(status, effects, conf)
+    note = note or (failure_note(worker) if m is worker["measurement"] else None)
+    if note:
+        conf["note"] = note
+        conf["summary"] = f"{conf['summary']} ({note})"
     return conf
+
+
+def chain(frames, display) -> list[dict]:
+    """User frames as {"path", "line", "function"} (paths as findings show them)."""
+    out = []
+    for f in frames or []:
+        file, line, fn = f[0], f[1], f[2] if len(f) > 2 else None
+        shown = display(os.path.realpath(file)) if file else None
+        out.append({"path": shown or file, "line": line, "function": fn})
+    return out
+
+
+def chain_text(frames: list[dict]) -> str:
+    return " → ".join(f"{f['function'] or '?'} ({Path(str(f['path'])).name}:{f['line']})" for f in frames)
+
+
+def _columns(lines: list, line: int) -> tuple[int, int]:
+    text = lines[line - 1] if lines and 1 <= line <= len(lines) else ""
+    col = len(text) - len(text.lstrip()) + 1
+    return col, max(col + 1, len(text.rstrip()) + 1)
 
 
 def summary(status: str, effects: dict, conf: dict) -> str:
@@ -207,14 +277,15 @@ def runtime_break_findings(
     """
     if not worker.get("ok"):
         return []
-    m = worker["measurement"]
+    m, note = effective(worker)
     claimed: dict[str, set] = {}
     for f in covered:
         if Effect.GRAPH_BREAK in tuple(Effect(e) for e in f.effects):
             claimed.setdefault(abs_path(f.path, root), set()).update(range(f.line, f.end_line + 1))
     out = []
     for site in m.get("break_sites") or []:
-        gb, file, line, reason = site
+        gb, file, line, reason = site[:4]
+        frames = chain(site[4] if len(site) > 4 else [], display)
         if not file or not line:
             continue
         real = os.path.realpath(file)
@@ -223,19 +294,17 @@ def runtime_break_findings(
         shown = display(real)
         if shown is None:
             continue
-        text = ""
-        lines = source_lines(real)
-        if lines and 1 <= line <= len(lines):
-            text = lines[line - 1]
-        col = len(text) - len(text.lstrip()) + 1
-        end_col = max(col + 1, len(text.rstrip()) + 1)
+        col, end_col = _columns(source_lines(real), line)
         tag = f"{gb}: " if gb else ""
         effects = {"graph-break": _v(CONFIRMED, f"graph break: {gb or 'break'} at line {line} ({reason})")}
         conf = {"status": CONFIRMED, "module": label, "reason": None}
         conf.update(module_numbers(m, worker))
         conf["breaks"] = [{"gb": gb, "line": line, "reason": reason}]
         conf["effects"] = effects
+        conf["frames"] = frames
         conf["summary"] = summary(CONFIRMED, effects, conf)
+        if note:
+            conf["note"] = note
         out.append(
             Finding(
                 path=shown,
@@ -248,7 +317,119 @@ def runtime_break_findings(
                 message=f"torch.compile breaks the graph here at runtime ({tag}{reason})",
                 effects=(Effect.GRAPH_BREAK,),
                 severity=Severity.WARNING,
-                context=label,
+                context=chain_text(frames) or label,
+                confirmation=conf,
+            )
+        )
+    return out
+
+
+def recompile_sites(m: dict, swept: bool = False) -> list[dict]:
+    """The recompiles worth reporting, grouped by the place they come from.
+
+    Each: {"file", "line", "guards": [...], "frames": [...], "function": name}. The place is the
+    innermost user frame of the failing guard (where the guarded value was read), else the first
+    line of the function that recompiled (a guard on an input). The first size/stride mismatch of
+    each function is left out: that is automatic dynamic shapes, which recompile once and then
+    stay dynamic. ``swept``: the batch sizes were changed by fusionlint's own exercise (for a
+    recompile finding), so guards on sizes alone (no attribute, global or stack value) are ours.
+    """
+    sites: dict[tuple, dict] = {}
+    seen_shape: set = set()
+    named: dict[tuple, dict] = {}  # (function, a name a guard mentions) -> the site it was read at
+    for ev in m.get("recompile_events") or []:
+        guard = str(ev.get("guard") or "")
+        fn = list(ev.get("function") or [None, None, None]) + [None] * 3
+        frames = ev.get("frames") or []
+        if any(b in guard for b in _BENIGN_GUARDS):
+            if (fn[0], fn[2]) not in seen_shape:
+                seen_shape.add((fn[0], fn[2]))
+                continue
+        names = set(_GUARD_NAME_RE.findall(guard))
+        if swept and not names and "___stack" not in guard and "G[" not in guard:
+            continue
+        # A later guard on the same value often comes without a user frame (torch re-specializes
+        # it in a pass: "(_dynamo/output_graph.py in remove_tensorify_specialized_graphargs)"):
+        # it belongs where that value was read first.
+        earlier = next((named[(fn[0], fn[2], n)] for n in sorted(names) if (fn[0], fn[2], n) in named), None)
+        if not frames and earlier is not None:
+            if guard and guard not in earlier["guards"]:
+                earlier["guards"].append(guard)
+            continue
+        if frames:
+            file, line, name = frames[-1][0], frames[-1][1], frames[-1][2]
+        elif fn[0] and fn[1]:
+            file, line, name, frames = fn[0], fn[1], fn[2], [[fn[0], fn[1], fn[2]]]
+        else:
+            continue
+        site = sites.setdefault((os.path.realpath(file), line), {
+            "file": os.path.realpath(file), "line": int(line), "guards": [], "frames": frames, "function": name,
+            "from_guard": bool(ev.get("frames")),
+        })
+        if guard and guard not in site["guards"]:
+            site["guards"].append(guard)
+        if frames:
+            for n in names:
+                named.setdefault((fn[0], fn[2], n), site)
+    return list(sites.values())
+
+
+def runtime_recompile_findings(
+    worker: dict, covered: list[Finding], root: Path, label: str, display, source_lines, unit_findings: list[Finding]
+) -> list[Finding]:
+    """FL902 findings for recompiles that no recompile finding explains.
+
+    Explained: a finding claiming recompiles sits on one of the guard's user frames; or, for a
+    recompile with no frame of its own (a guard on an input), the module has any such finding.
+    """
+    if not worker.get("ok"):
+        return []
+    m, note = effective(worker)
+    claimed: dict[str, set] = {}
+    for f in covered:
+        if Effect.RECOMPILE in tuple(Effect(e) for e in f.effects):
+            claimed.setdefault(abs_path(f.path, root), set()).update(range(f.line, f.end_line + 1))
+    module_claims = any(Effect.RECOMPILE in tuple(Effect(e) for e in f.effects) for f in unit_findings)
+    out = []
+    for site in recompile_sites(m, swept=worker.get("exercise") == "batch-sweep"):
+        frames = site["frames"]
+        if any(int(fr[1]) in claimed.get(os.path.realpath(fr[0]), set()) for fr in frames):
+            continue
+        if not site["from_guard"] and module_claims:
+            continue
+        shown = display(site["file"])
+        if shown is None:
+            continue
+        col, end_col = _columns(source_lines(site["file"]), site["line"])
+        guards = site["guards"]
+        what = "; ".join(f"`{g}`" for g in guards[:3]) + (f" and {len(guards) - 3} more" if len(guards) > 3 else "")
+        n = int(m.get("recompiles") or 0)
+        limit = ", recompile limit hit" if m.get("recompile_limit_hit") else ""
+        evidence = f"{_plural(n, 'recompile')} in the module{limit}; failing guard: {what}"
+        effects = {"recompile": _v(CONFIRMED, evidence)}
+        frames_shown = chain(frames, display)
+        conf = {"status": CONFIRMED, "module": label, "reason": None}
+        conf.update(module_numbers(m, worker))
+        conf["guards"] = guards
+        conf["frames"] = frames_shown
+        conf["effects"] = effects
+        conf["summary"] = summary(CONFIRMED, effects, conf)
+        if note:
+            conf["note"] = note
+        place = "reads a value that changed between calls" if site["from_guard"] else "was called with inputs that changed"
+        out.append(
+            Finding(
+                path=shown,
+                line=site["line"],
+                column=col,
+                end_line=site["line"],
+                end_column=end_col,
+                code=RUNTIME_RECOMPILE_CODE,
+                name=RUNTIME_RECOMPILE_NAME,
+                message=f"torch.compile recompiled because this code {place} (guard failed: {what})",
+                effects=(Effect.RECOMPILE,),
+                severity=Severity.WARNING,
+                context=chain_text(frames_shown) or label,
                 confirmation=conf,
             )
         )

@@ -77,6 +77,9 @@ class BreakSite(NamedTuple):
     file: Optional[str]
     line: Optional[int]
     reason: str  # the gb_type line, e.g. "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    # The user frames of the break's traceback, outermost first: [file, line, function] each
+    # (the forward, then the helpers it called, down to the site).
+    frames: tuple = ()
 
 
 class CallArgs(NamedTuple):
@@ -112,6 +115,11 @@ class Measurement:
     compiles_per_call: list = field(default_factory=list)  # frame compiles during each call
     recompiles: int = 0  # compiles with a recompile_reason, all calls together
     recompile_reasons: list = field(default_factory=list)
+    # One entry per recompile: {"guard": the failing guard (first line), "frames": the guard's user
+    # frames [[file, line, function], ...] outermost first (empty when torch gives none, e.g. an
+    # input's size), "function": [file, first line, name] of the frame that recompiled}.
+    recompile_events: list = field(default_factory=list)
+    backend: str = "inductor"  # the torch.compile backend the compiled copy used
     recompile_limit_hit: bool = False
     compile_failures: list = field(default_factory=list)  # fail_type: fail_reason of metrics entries
     generated_kernels: Optional[int] = None  # inductor's generated_kernel_count (CPU: loop nests)
@@ -162,9 +170,10 @@ def gb_code(text: Optional[str]) -> Optional[str]:
 class _BreakLog(logging.Handler):
     """Receives the ``graph_breaks`` artifact records and resolves each to a user site."""
 
-    def __init__(self, user_files: Sequence[str]):
+    def __init__(self, user_files: Sequence[str], user_roots: Sequence[str] = ()):
         super().__init__(logging.DEBUG)
-        self.user_files = {_norm(f) for f in user_files}
+        self.is_user = UserCode(user_files, user_roots)
+        self.user_files = self.is_user.files
         self.sites: list[BreakSite] = []
         self.others: list[BreakSite] = []
         self.frame_skips = 0
@@ -172,9 +181,12 @@ class _BreakLog(logging.Handler):
 
     def _user_frame(self, frames: list) -> Optional[tuple]:
         for fname, line, _fn in reversed(frames):  # innermost first
-            if _norm(fname) in self.user_files:
+            if self.is_user(fname):
                 return fname, int(line)
         return None
+
+    def _chain(self, frames: list) -> tuple:
+        return tuple((_norm(f), int(ln), fn) for f, ln, fn in frames if self.is_user(f))
 
     def emit(self, record: logging.LogRecord) -> None:  # pragma: no cover - exercised via torch
         try:
@@ -215,20 +227,84 @@ class _BreakLog(logging.Handler):
             frames = _FRAME_RE.findall(trace[1]) if len(trace) > 1 else []
         key = (gb or reason, at)
         found = self._user_frame(frames)
-        if found is None and at[0] is not None and _norm(at[0]) in self.user_files:
+        if found is None and at[0] is not None and self.is_user(at[0]):
             found = (at[0], int(at[1]))
         if found is None and key in self._by_location:  # a duplicate record without its traceback
             return
         if found is not None:
-            site = BreakSite(gb, found[0], found[1], reason)
+            site = BreakSite(gb, found[0], found[1], reason, self._chain(frames))
             self._by_location[key] = site
-            if site not in self.sites:
-                self.sites.append(site)
+            self._add(site)
         else:
             site = BreakSite(gb, at[0], int(at[1]) if at[1] else None, reason)
             self._by_location[key] = site
             if site not in self.others:
                 self.others.append(site)
+
+
+    _VAGUE = "Failed to handle graph break gracefully"  # an outer frame's echo of an inner break
+
+    def _add(self, site: BreakSite) -> None:
+        """One site per (GB id, file, line): an outer frame's record of the same break ("failed to
+        handle graph break gracefully") gives way to the inner one's reason and longer chain."""
+        for i, old in enumerate(self.sites):
+            if old[:3] == site[:3] and (old.gb or old.reason.startswith(self._VAGUE) or site.reason.startswith(self._VAGUE)):
+                better_reason = old.reason if site.reason.startswith(self._VAGUE) else site.reason
+                frames = old.frames if len(old.frames) >= len(site.frames) else site.frames
+                self.sites[i] = old._replace(reason=better_reason, frames=frames)
+                return
+            if old[:4] == site[:4]:
+                return
+        self.sites.append(site)
+
+
+class UserCode:
+    """Which source files are the user's: the files named, and any file under a user root that is
+    not an installed package (site-packages, a virtual environment) — so a break in a helper of
+    another project file is reported there, not at the call in ``forward``."""
+
+    _INSTALLED = ("site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox")
+
+    def __init__(self, files: Sequence[str], roots: Sequence[str] = ()):
+        self.files = {_norm(f) for f in files}
+        self.roots = [_norm(r).rstrip(os.sep) + os.sep for r in roots if r]
+        self._seen: dict = {}
+
+    def __call__(self, path: Optional[str]) -> bool:
+        if not path:
+            return False
+        if path not in self._seen:
+            real = _norm(path)
+            ok = real in self.files
+            if not ok and real.endswith(".py") and any(real.startswith(r) for r in self.roots):
+                rel_parts = real.split(os.sep)
+                ok = not any(p in self._INSTALLED for p in rel_parts) and not real.startswith(_HARNESS)
+            self._seen[path] = ok
+        return self._seen[path]
+
+
+_HARNESS = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep  # fusionlint itself
+_USER_STACK_RE = re.compile(r'File "(.*?)", line (\d+), in (\S+)')
+
+
+def recompile_event(metric: Any, is_user: Callable[[str], bool]) -> dict:
+    """A compilation-metrics entry with a recompile reason -> {"guard", "frames", "function"}.
+
+    torch (2.5+) appends "User stack trace:" with the frames where the guarded value was read;
+    guards on inputs (a size mismatch) carry none, and then the frame that recompiled is the place.
+    """
+    reason = str(getattr(metric, "recompile_reason", "") or "")
+    head, _, stack = reason.partition("User stack trace:")
+    frames = [[_norm(f), int(ln), fn] for f, ln, fn in _USER_STACK_RE.findall(stack) if is_user(f)]
+    guard = head.strip().splitlines()[0] if head.strip() else reason.strip()
+    # "0/0: self.t == 1.0   # self.t = ...  # path:13 in forward": keep the guard, drop torch's
+    # abbreviated location (the frames say where, with the full path).
+    guard = " ".join(guard.split("#", 1)[0].split()) or _short(guard, 200)
+    guard = re.sub(r"^\d+/\d+: ", "", guard)  # the compile id ("0/0: ") says nothing to the user
+    fn = [getattr(metric, "co_filename", None), getattr(metric, "co_firstlineno", None), getattr(metric, "co_name", None)]
+    if fn[0]:
+        fn[0] = _norm(fn[0])
+    return {"guard": _short(guard, 300), "frames": frames, "function": fn}
 
 
 class _LimitLog(logging.Handler):
@@ -246,8 +322,8 @@ class _LimitLog(logging.Handler):
 
 
 @contextlib.contextmanager
-def _capture_logs(user_files: Sequence[str]):
-    breaks, limit = _BreakLog(user_files), _LimitLog()
+def _capture_logs(user_files: Sequence[str], user_roots: Sequence[str] = ()):
+    breaks, limit = _BreakLog(user_files, user_roots), _LimitLog()
     saved = []
     for name in ("torch._dynamo.symbolic_convert.__graph_breaks", "torch._dynamo.convert_frame.__graph_breaks"):
         lg = logging.getLogger(name)
@@ -623,6 +699,7 @@ def measure(
     grad: bool = False,
     timeline: bool = False,
     compile_kwargs: Optional[dict] = None,
+    user_roots: Sequence[str] = (),
 ) -> Measurement:
     """Measure eager vs ``torch.compile`` behaviour of the module that ``model_factory`` builds.
 
@@ -631,6 +708,10 @@ def measure(
     compiled module (``model`` is the module it wraps, so mutating it changes the next call).
     Without it the compiled module is called a second time with fresh example inputs.
     Nothing raises out of here except KeyboardInterrupt: failures land in the result.
+    ``user_roots``: directories whose files (outside installed packages) count as the user's code
+    too, for break sites and recompile guards. ``compile_kwargs={"backend": "eager"}`` observes
+    breaks and recompiles (Dynamo decides both) at a fraction of inductor's cost; kernel counts
+    and times then describe eager fragments, not fused kernels.
     """
     import torch
 
@@ -655,6 +736,7 @@ def measure(
         return m
     files = [os.path.realpath(f) for f in (user_files or default_user_files(eager_model))]
     m.user_files = files
+    m.backend = str((compile_kwargs or {}).get("backend", "inductor"))
     try:
         with grad_ctx(), _quiet():
             ins = runner.inputs()
@@ -671,7 +753,7 @@ def measure(
 
     # ---- compiled: a fresh module, a fresh torch.compile wrapper (resets the break-log dedup set)
     _reset_torch()
-    with _capture_logs(files) as (breaks, limit), grad_ctx():
+    with _capture_logs(files, user_roots) as (breaks, limit), grad_ctx():
         metrics_seen: set = set()
 
         def new_metrics() -> list:
@@ -681,6 +763,7 @@ def measure(
             return fresh
 
         recompile_ids: dict = {}
+        recompile_events: dict = {}
 
         def account(fresh: list) -> int:
             ids = set()
@@ -690,6 +773,8 @@ def measure(
                 reason = getattr(x, "recompile_reason", None)
                 if reason:
                     recompile_ids.setdefault(cid, _short(reason, 200))
+                    if cid not in recompile_events:
+                        recompile_events[cid] = recompile_event(x, breaks.is_user)
                 fail = getattr(x, "fail_type", None)
                 if fail:
                     entry = _short(f"{fail}: {getattr(x, 'fail_reason', '') or ''}", 200)
@@ -782,6 +867,7 @@ def measure(
                 account(new_metrics())
         m.recompiles = len(recompile_ids)
         m.recompile_reasons = list(dict.fromkeys(recompile_ids.values()))[:8]
+        m.recompile_events = list(recompile_events.values())[:32]
         m.recompile_limit_hit = bool(limit.hits)
         m.break_sites = list(breaks.sites)
         m.other_break_sites = list(breaks.others)
@@ -860,7 +946,7 @@ def measurement_to_dict(m: Measurement) -> dict:
     from dataclasses import asdict
 
     d = asdict(m)
-    d["break_sites"] = [list(s) for s in m.break_sites]
+    d["break_sites"] = [[*s[:4], [list(f) for f in s[4]]] for s in m.break_sites]
     d["other_break_sites"] = [list(s) for s in m.other_break_sites]
     return d
 

@@ -1,4 +1,12 @@
-"""One confirm job in its own process: ``python -P -m fusionlint.confirm.worker JOB.json RESULT.json``.
+"""Confirm jobs in a process of their own.
+
+Two modes: ``python -P -m fusionlint.confirm.worker JOB.json RESULT.json`` runs one job;
+``python -P -m fusionlint.confirm.worker --serve FD [--memory-mb N]`` is a long-lived worker of the
+pool (``fusionlint/confirm/pool.py``): it imports torch once, then reads one request per line on
+stdin (``{"job": path, "result": path, "cwd": path}``), runs it in that scratch directory, writes the
+result file, ends what the job's code started, forgets the job's modules and ``sys.path`` entries,
+and writes ``done`` on the control pipe FD. Between jobs torch's compile caches and dynamo/inductor
+config are reset, so a job cannot see the previous one's compiled code.
 
 The job (a JSON file) names a user file and a target class/function, how to get an example,
 the device and what to measure; the result (a JSON file, written whole or not at all) holds the
@@ -16,6 +24,7 @@ swapping, and ends every process the user's code started before it exits (``proc
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -68,6 +77,7 @@ def _configure_torch(job: dict) -> None:
 def _measure_one(example, job: dict, user_files: list[str], device: str, exercise) -> dict:
     from fusionlint.confirm.measure import measure, measurement_to_dict
 
+    backend = job.get("backend") or "inductor"
     m = measure(
         example.model_factory,
         example.inputs_factory,
@@ -77,6 +87,8 @@ def _measure_one(example, job: dict, user_files: list[str], device: str, exercis
         timing_runs=int(job.get("timing_runs") or 0),
         timeline=bool(job.get("timeline")),
         grad=bool(getattr(example, "grad", False)),
+        compile_kwargs=None if backend == "inductor" else {"backend": backend},
+        user_roots=job.get("user_roots") or (),
     )
     return measurement_to_dict(m)
 
@@ -124,6 +136,7 @@ def run(job: dict) -> dict:
     exercise = example.exercise
     if exercise is None and job.get("exercise") == "batch-sweep":
         exercise = ex.batch_sweep_exercise(example.inputs_factory)
+        result["exercise"] = "batch-sweep"  # new sizes were ours: their recompiles are not the code's
     user_files = [os.path.realpath(p) for p in (job.get("user_files") or [job["path"]])]
     try:
         result["measurement"] = _measure_one(example, job, user_files, device, exercise)
@@ -140,11 +153,16 @@ def run(job: dict) -> dict:
             result["reason"] = "out of memory: " + err
             return result
 
+    failed = not (meas.get("eager_ok") and meas.get("compiled_ok"))
     for variant in job.get("variants") or []:
         tag = variant.get("name", "variant")
-        vres: dict = {}
+        if variant.get("when_failed") and not failed:
+            continue  # the safe-fix rerun is needed only when the module itself could not run
+        vres: dict = {"fixes": variant["fixes"]} if variant.get("fixes") else {}
         try:
-            filename = os.path.realpath(job["path"]) + f".fusionlint-{tag}.py"
+            # A variant measured in place of the file keeps its name, so break sites and guards
+            # land on the file's own lines (its fixes keep the line count: see orchestrate).
+            filename = os.path.realpath(job["path"]) + ("" if variant.get("in_place") else f".fusionlint-{tag}.py")
             vmod = ex.exec_variant(variant["source"], filename, module, tag)
             vexample = _variant_example(ex, vmod, job, sys_path)
             if vexample is None:
@@ -152,7 +170,8 @@ def run(job: dict) -> dict:
             else:
                 if vexample.exercise is None and job.get("exercise") == "batch-sweep":
                     vexample.exercise = ex.batch_sweep_exercise(vexample.inputs_factory)
-                vres["measurement"] = _measure_one(vexample, job, [filename], device, vexample.exercise)
+                files = user_files if variant.get("in_place") else [filename]
+                vres["measurement"] = _measure_one(vexample, job, files, device, vexample.exercise)
                 try:
                     from fusionlint.confirm.measure import allclose
 
@@ -198,8 +217,145 @@ def _write_result(path: str, result: dict) -> None:
     os.replace(tmp, path)
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this worker when fusionlint dies (kill -9, a CI timeout): no worker outlives a run."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover
+        pass
+
+
+def _user_deps(roots: list[str]) -> list[str]:
+    """The project files this job imported (cache entries are checked against their contents)."""
+    from fusionlint.confirm.measure import UserCode
+
+    is_user = UserCode([], roots)
+    out = set()
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and is_user(f) and os.path.isfile(f):
+            out.add(os.path.realpath(f))
+    return sorted(out)
+
+
+def _forget_job(job: dict, baseline_path: list[str], baseline_modules: set) -> None:
+    """Drop the modules this job imported and the sys.path entries it added."""
+    for name in [n for n in sys.modules if n not in baseline_modules]:
+        mod = sys.modules.get(name)
+        f = getattr(mod, "__file__", None) or ""
+        if name.startswith("_fusionlint_user_") or "__fusionlint_" in name or not _installed(f):
+            sys.modules.pop(name, None)
+    sys.path[:] = baseline_path
+    import importlib
+
+    importlib.invalidate_caches()
+
+
+def _installed(path: str) -> bool:
+    """A module file of the standard library or an installed package (kept between jobs)."""
+    if not path:
+        return True  # built-in or namespace module
+    real = os.path.realpath(path)
+    return any(real.startswith(d) for d in _kept_dirs())
+
+
+@functools.lru_cache(maxsize=1)
+def _kept_dirs() -> tuple:
+    import sysconfig
+
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs.add(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # the fusionlint package
+    return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+
+
+def _reset_between_jobs() -> None:
+    import torch
+
+    from fusionlint.confirm.measure import _reset_torch
+
+    _reset_torch()
+    torch.set_grad_enabled(True)
+    try:
+        torch.set_default_dtype(torch.float32)
+        torch.set_default_device(None)
+    except Exception:  # pragma: no cover - older torch
+        pass
+
+
+def serve(control_fd: int, memory_mb: Optional[int]) -> int:
+    """The pool worker's loop (see the module docstring)."""
+    os.set_inheritable(control_fd, False)
+    # Requests arrive on our stdin; the user's code gets /dev/null as stdin, so it cannot read them.
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    os.set_inheritable(requests.fileno(), False)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    procs.become_subreaper()
+    _die_with_parent()
+    note = _limit_memory(memory_mb)
+    control = os.fdopen(control_fd, "w", encoding="utf-8", buffering=1)
+    try:
+        import torch  # noqa: F401  - once per worker: the point of the pool
+
+        from fusionlint.confirm import measure  # noqa: F401
+        from fusionlint.confirm.measure import isolated_torch_config
+    except BaseException as e:
+        control.write(f"failed {_one_line(e)}\n")
+        return 1
+    baseline_path = list(sys.path)
+    baseline_modules = set(sys.modules)
+    home = os.getcwd()
+    control.write("ready\n")
+    for line in requests:
+        try:
+            req = json.loads(line)
+            with open(req["job"], encoding="utf-8") as fh:
+                job = json.load(fh)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            control.write(f"bad {_one_line(e)}\n")
+            continue
+        job["compile_threads"] = 1  # compile in-process: a compile pool would be ended with the job's processes
+        try:
+            os.chdir(req.get("cwd") or home)
+            with isolated_torch_config():
+                result = run(job)
+            result["deps"] = _user_deps(job.get("user_roots") or [])
+        except BaseException as e:  # last resort: still answer in JSON
+            result = {"ok": False, "reason": f"worker error: {_one_line(e)}", "trace": traceback.format_exc()[-2000:]}
+        if note:
+            result.setdefault("notes", []).append(note)
+        procs.kill_descendants()
+        procs.reap_children()
+        os.chdir(home)
+        try:
+            _write_result(req["result"], result)
+            control.write("done\n")
+        except OSError as e:
+            control.write(f"bad cannot write the result: {e}\n")
+        try:  # after answering: the parent reads the result while this process cleans up
+            _forget_job(job, baseline_path, baseline_modules)
+            _reset_between_jobs()
+        except Exception:  # pragma: no cover - a broken reset: the next job still runs
+            pass
+    return 0
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--serve"] and len(args) in (2, 4):
+        memory = int(args[3]) if len(args) == 4 and args[2] == "--memory-mb" else None
+        return serve(int(args[1]), memory)
     if len(args) != 2:
         print("usage: python -m fusionlint.confirm.worker JOB.json RESULT.json", file=sys.stderr)
         return 2

@@ -42,7 +42,12 @@ table.numbers th { background: #f6f8fa; font-weight: 600; }
 .status.unconfirmed { background: var(--muted); }
 figure { margin: 8px 0; }
 figcaption { color: var(--muted); font-size: 12px; }
-svg.staircase { background: #fff; border: 1px solid var(--line); }
+svg.staircase { background: #fff; border: 1px solid var(--line); max-width: 100%; height: auto; }
+.callout { border-left: 4px solid var(--bad); background: #ffebe9; padding: 6px 10px; margin: 8px 0; }
+table.numbers { max-width: 100%; }
+table.numbers td { overflow-wrap: anywhere; }
+code.src { font: 12.5px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; padding: 0 4px; }
+@media (max-width: 760px) { main { padding: 10px 8px; } header { padding: 10px 8px; } section.module { padding: 8px; } }
 svg.staircase text { font: 11px system-ui, sans-serif; fill: #1f2328; }
 svg.staircase .eager { stroke: var(--eager); }
 svg.staircase .compiled { stroke: var(--compiled); }
@@ -135,6 +140,7 @@ def _numbers(m: dict, example: Optional[dict]) -> str:
         ("recompiles", m.get("recompiles")),
         ("recompile limit hit", m.get("recompile_limit_hit")),
         ("kernels per forward, eager → compiled", f"{_fmt(m.get('kernels_eager'))} → {_fmt(m.get('kernels_compiled'))}"),
+        ("compile backend", m.get("backend")),
         (
             "host syncs per forward" + (" (CPU proxy: sync-prone ops)" if m.get("sync_method") == "cpu-proxy" else ""),
             f"{_fmt(m.get('host_syncs_eager'))} → {_fmt(m.get('host_syncs_compiled'))}",
@@ -147,11 +153,75 @@ def _numbers(m: dict, example: Optional[dict]) -> str:
         rows.append(("eager raises", m["eager_error"]))
     if m.get("compiled_error"):
         rows.append(("compiled raises", m["compiled_error"]))
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(_fmt(v))}</td></tr>" for k, v in rows)
+    hover = {"kernels per forward, eager → compiled": _kernel_names(m)}
+    body = "".join(
+        f"<tr><th>{_e(k)}</th><td" + (f' title="{_e(hover[k])}"' if hover.get(k) else "") + f">{_e(_fmt(v))}</td></tr>"
+        for k, v in rows
+    )
     return f'<table class="numbers">{body}</table>'
 
 
-def _source(path: Optional[str], findings: list[Finding], sites: list, context: int = 3) -> str:
+def _kernel_names(m: dict) -> str:
+    parts = []
+    for mode in ("eager", "compiled"):
+        names = m.get(f"kernel_names_{mode}") or {}
+        if names:
+            parts.append(f"{mode}: " + ", ".join(f"{k} ×{v}" for k, v in sorted(names.items(), key=lambda kv: -kv[1])))
+    return "\n".join(parts)
+
+
+def _line_text(path: Optional[str], line: Optional[int]) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines() if path else []
+    except OSError:
+        return ""
+    return lines[line - 1].strip() if line and 1 <= line <= len(lines) else ""
+
+
+def _where(path: Optional[str], line: Optional[int], root: Path) -> str:
+    try:
+        shown = os.path.relpath(os.path.realpath(path), os.path.realpath(root)) if path else "?"
+    except ValueError:
+        shown = str(path)
+    return f"{shown}:{line}"
+
+
+def _slower_callout(m: dict) -> str:
+    """A compiled module slower than eager deserves a warning of its own (a break + sync pattern)."""
+    e, c = m.get("eager_us"), m.get("compiled_us")
+    if not e or not c or c <= e:
+        return ""
+    return (
+        f'<p class="callout">The compiled module is <b>slower than eager</b>: {c:g} µs vs {e:g} µs per forward '
+        f"({e / c:.2f}× eager). Its graph breaks and recompiles below are the usual cause.</p>"
+    )
+
+
+def _recompiles(m: dict, root: Path) -> str:
+    events = m.get("recompile_events") or []
+    if not events:
+        return ""
+    items = []
+    for ev in events[:16]:
+        frames = ev.get("frames") or []
+        file, line = (frames[-1][0], frames[-1][1]) if frames else ((ev.get("function") or [None, None])[:2])
+        text = _line_text(file, line)
+        items.append(
+            f"<li>guard <code class=\"src\">{_e(ev.get('guard'))}</code> failed — {_e(_where(file, line, root))}"
+            + (f' <code class="src">{_e(text)}</code>' if text else "") + "</li>"
+        )
+    return f'<p class="reason">recompiles (the guard that failed, and where its value was read):</p><ul class="loose">{"".join(items)}</ul>'
+
+
+def _kernel_list(m: dict) -> str:
+    names = m.get("kernel_names_compiled") or {}
+    if not names:
+        return ""
+    items = "".join(f"<li><code class=\"src\">{_e(k)}</code> ×{_e(v)}</li>" for k, v in sorted(names.items(), key=lambda kv: -kv[1])[:30])
+    return f'<details><summary>kernels of one compiled forward ({sum(names.values())})</summary><ul class="loose">{items}</ul></details>'
+
+
+def _source(path: Optional[str], findings: list[Finding], sites: list, context: int = 3, links: Optional[dict] = None) -> str:
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines() if path else []
     except OSError:
@@ -166,11 +236,12 @@ def _source(path: Optional[str], findings: list[Finding], sites: list, context: 
         badge = f' <span class="status {_e(status)}">{_e(status)}</span>' if status else ""
         evidence = (f.confirmation or {}).get("summary") or ""
         notes[f.line].append(
-            f'<span class="note finding-note" data-code="{_e(f.code)}"><span class="code">{_e(f.code)}</span> '
+            f'<span class="note finding-note" data-code="{_e(f.code)}"><span class="code">{_code(f.code, links)}</span> '
             f"{_e(f.message)}{badge}" + (f"<br>{_e(evidence)}" if evidence else "") + "</span>"
         )
     site_lines: set = set()
-    for gb, _file, line, reason in sites:
+    for site in sites:
+        gb, _file, line, reason = site[:4]
         if line:
             site_lines.add(line)
             notes[line].append(
@@ -196,7 +267,13 @@ def _source(path: Optional[str], findings: list[Finding], sites: list, context: 
     return '<pre class="source">' + "".join(out) + "</pre>"
 
 
-def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list[Finding]) -> str:
+def _code(code: str, links: Optional[dict]) -> str:
+    """A rule code, linked to its docs when the ``docs-url`` setting says where they are."""
+    url = (links or {}).get(code)
+    return f'<a href="{_e(url)}">{_e(code)}</a>' if url else _e(code)
+
+
+def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list[Finding], links: Optional[dict] = None) -> str:
     label = unit.label
     findings = list(unit.findings) + [f for f in extra if os.path.realpath(Path(root) / f.path) == os.path.realpath(unit.abs_path)]
     out = [f'<section class="module" id="m{index}" data-label="{_e(label)}">', f"<h2>{_e(label)}</h2>"]
@@ -209,13 +286,20 @@ def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list
         out.append(f'<p class="reason">not run: {_e(worker.get("reason"))}</p>')
         if worker.get("hint"):
             out.append(f'<p class="reason">hint: {_e(worker.get("hint"))}</p>')
-        out.append(_source(unit.abs_path, findings, []))
+        out.append(_source(unit.abs_path, findings, [], links=links))
         out.append("</section>")
         return "".join(out)
     m = worker["measurement"]
     where = f"{m.get('device')} ({m.get('device_name')}), torch {m.get('torch_version')}"
     out.append(f'<p class="example">measured on {_e(where)}</p>')
+    out.append(_slower_callout(m))
     out.append(_numbers(m, example))
+    safe = (worker.get("variants") or {}).get("safe-fixes") or {}
+    if safe.get("measurement"):
+        fixes = ", ".join(f"{x['code']} at line {x['line']}" for x in safe.get("fixes") or [])
+        out.append(f'<p class="callout">The module fails because of {_e(fixes)}; the rest was measured with its safe fix applied in memory.</p>')
+        m = safe["measurement"]
+        out.append(_numbers(m, example))
     fixed = ((worker.get("variants") or {}).get("fixed") or {}).get("measurement")
     if fixed:
         out.append(
@@ -229,16 +313,24 @@ def _module_section(index: int, unit: Any, worker: dict, root: Path, extra: list
     )
     real = os.path.realpath(unit.abs_path)
     sites = [s for s in m.get("break_sites") or [] if s[1] and os.path.realpath(s[1]) == real]
-    out.append(_source(unit.abs_path, findings, sites))
+    out.append(_source(unit.abs_path, findings, sites, links=links))
     elsewhere = [s for s in m.get("break_sites") or [] if s not in sites]
     if elsewhere:
-        items = "".join(f"<li>{_e(s[0] or '')} {_e(s[1])}:{_e(s[2])} — {_e(s[3])}</li>" for s in elsewhere)
+        items = "".join(
+            f"<li>{_e(s[0] or '')} {_e(_where(s[1], s[2], root))} — {_e(s[3])}"
+            + (f' <code class="src">{_e(_line_text(s[1], s[2]))}</code>' if _line_text(s[1], s[2]) else "")
+            + (f"<br>via {_e(' → '.join(f'{fr[2]} ({_where(fr[0], fr[1], root)})' for fr in s[4]))}" if len(s) > 4 and s[4] else "")
+            + "</li>"
+            for s in elsewhere
+        )
         out.append(f'<p class="reason">graph breaks in other files:</p><ul class="loose">{items}</ul>')
+    out.append(_recompiles(m, root))
+    out.append(_kernel_list(m))
     out.append("</section>")
     return "".join(out)
 
 
-def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path) -> str:
+def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path, docs_url: Optional[str] = None) -> str:
     unit_results = list(unit_results)
     counts: dict[str, int] = defaultdict(int)
     for f in result.findings:
@@ -259,15 +351,21 @@ def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path)
     summary = '<div class="summary" id="summary">' + "".join(
         f'<div class="count" data-status="{_e(k)}"><b>{v}</b>{_e(k)}</div>' for k, v in sorted(counts.items())
     ) + f'<div class="count" data-status="modules"><b>{len(unit_results)}</b>modules run</div></div>'
-    # findings the confirm pass added (FL900) carry their module's label as context
+    # findings the confirm pass added (FL900, FL902) name their module in the confirmation
     labels = {ur.unit.label for ur in unit_results}
+    links: dict = {}
+    if docs_url:
+        from fusionlint.registry import all_rules
+
+        links = {code: rule.help_url(docs_url) for code, rule in all_rules().items()}
     added: dict[str, list[Finding]] = defaultdict(list)
     own = {id(f) for ur in unit_results for f in ur.unit.findings}
     for f in result.findings:
-        if id(f) not in own and f.context in labels:
-            added[f.context].append(f)
+        module = (f.confirmation or {}).get("module")
+        if id(f) not in own and module in labels:
+            added[module].append(f)
     sections = [
-        _module_section(i, ur.unit, ur.worker, root, added.get(ur.unit.label, []))
+        _module_section(i, ur.unit, ur.worker, root, added.get(ur.unit.label, []), links)
         for i, ur in enumerate(unit_results, 1)
     ]
     covered = own | {id(f) for fs in added.values() for f in fs}
@@ -287,7 +385,7 @@ def render_report(result: RunResult, unit_results: Iterable[Any], *, root: Path)
     return head + summary + "".join(sections) + tail + "</main></body></html>\n"
 
 
-def write_report(path: Path, result: RunResult, unit_results: Iterable[Any], *, root: Path) -> None:
+def write_report(path: Path, result: RunResult, unit_results: Iterable[Any], *, root: Path, docs_url: Optional[str] = None) -> None:
     from fusionlint.files import atomic_write
 
-    atomic_write(Path(path), render_report(result, unit_results, root=root))
+    atomic_write(Path(path), render_report(result, unit_results, root=root, docs_url=docs_url))

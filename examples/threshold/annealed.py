@@ -1,0 +1,27 @@
+"""Threshold: a Python float annealed inside forward. Every call recompiles, up to the limit."""
+
+from torch import nn
+
+from examples.threshold._block import LAYERS, Block, inputs
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.threshold = 5.0
+        self.blocks = nn.ModuleList(Block(lambda blk, s: self.threshold) for _ in range(LAYERS))
+
+    def forward(self, x):
+        self.threshold = max(1.0, self.threshold * 0.99)
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+
+
+def example_inputs():
+    return inputs()
+
+
+def exercise(model, call):
+    for _ in range(12):
+        call(*inputs())

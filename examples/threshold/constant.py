@@ -1,0 +1,21 @@
+"""Threshold: a constant Python float. One graph, no break, no recompile."""
+
+from torch import nn
+
+from examples.threshold._block import LAYERS, Block, inputs
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.threshold = 5.0
+        self.blocks = nn.ModuleList(Block(lambda blk, s: self.threshold) for _ in range(LAYERS))
+
+    def forward(self, x):
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+
+
+def example_inputs():
+    return inputs()
