@@ -133,7 +133,8 @@ def check(
         rules = all_rules()
         confirm = ConfirmCLI(confirm_kw, fix=fix or diff)  # --- confirm pass (fusionlint/confirm/cli.py)
         options = RunOptions(
-            fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff, verify_fix=confirm.verify_hook(settings)
+            fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff, verify_fix=confirm.verify_hook(settings),
+            jobs=confirm.jobs,
         )
         outcome = run(targets, settings, options)
         confirm.run(outcome.result, settings)  # --- end confirm pass
