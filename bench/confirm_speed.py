@@ -34,11 +34,12 @@ def run(path: str, device: str, jobs: int | None, extra: list[str]) -> dict:
                "--no-confirm-cache", "--format", "json", "-o", str(out), *extra]
         if jobs:
             cmd += ["--jobs", str(jobs)]
-        env = dict(os.environ, PYTHONPATH=str(HERE))
+        # the checkout first, whatever else the environment needs (a device run's --target site dir)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
-        if proc.returncode not in (0, 1):
+        if proc.returncode not in (0, 1) or not out.exists():
             sys.exit(f"fusionlint exited {proc.returncode}:\n{proc.stderr[-3000:]}")
         doc = json.loads(out.read_text())
     modules = [m.groups() for m in map(_MODULE_LINE.match, proc.stderr.splitlines()) if m]
