@@ -26,7 +26,7 @@ _OPTIONS = [
     click.option("--confirmed-only", "confirmed_only", is_flag=True, help="With --confirm: hide findings the confirm pass measured as not-reproduced (exit code follows)."),
     click.option("--confirm-on-gpu", "confirm_on_gpu", is_flag=True, help="Like --confirm, on a CUDA GPU (fails when none is visible)."),
     click.option("--device", "confirm_device", default=None, metavar="cpu|cuda|cuda:N", help="Device for --confirm/--verify (default: cuda if available, else cpu)."),
-    click.option("--jobs", "confirm_jobs", type=int, default=None, help="Processes working in parallel: static-pass workers (default: the available cores) and confirm workers (default: the CPU cores on CPU, one per visible GPU on CUDA)."),
+    click.option("--jobs", "confirm_jobs", type=int, default=None, help="Processes working in parallel: static-pass workers (default: the available cores) and confirm workers (default: the CPU cores on CPU, four per visible GPU on CUDA, no more than the cores)."),
     click.option("--shard", "confirm_shard", default=None, metavar="K/N", help="Confirm only the K-th of N deterministic slices of the modules."),
     click.option("--confirm-timeout", "confirm_timeout", type=float, default=None, metavar="SECONDS", help="Per-module time limit (default 120)."),
     click.option("--report", "confirm_report", type=click.Path(dir_okay=False, path_type=Path), default=None, help="With --confirm: write a self-contained HTML evidence report."),
