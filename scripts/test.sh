@@ -1,24 +1,61 @@
 #!/usr/bin/env bash
 # Set up everything the test suite needs, then run it. The README's test command; .ci/run calls it.
-# Usage: bash scripts/test.sh [pytest args...]
+# Usage: bash scripts/test.sh [pytest args...]      (e.g. -q, -k confirm, -m "not slow", -n 0)
+#
+# What it installs, and where (the README's "Set-up" section says the same):
+#   1. Python packages from requirements-dev.txt (torch==2.13.0 CPU, numpy, fusionlint itself in
+#      editable mode with its test and confirm extras) into a virtual environment: the active one,
+#      else ./.venv (created here when missing). $PYTHON overrides the interpreter.
+#   2. The SARIF multitool (@microsoft/sarif-multitool, npm) into ./.cache/npm, when npm exists:
+#      tests/test_sarif_multitool.py validates fusionlint's SARIF with it.
+#   3. Debian's chromium, only when it is missing and the script runs as root with apt-get:
+#      tests/test_confirm_report.py renders the HTML report in headless Chromium.
+# Nothing is installed globally except (3). Outside CI a test whose tool is missing skips and says
+# why; with CI=true (.ci/run) it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+say() { echo "scripts/test.sh: $*" >&2; }
 
-PY=${PYTHON:-python3}
+if [ -n "${PYTHON:-}" ]; then
+  PY=$PYTHON
+elif [ -n "${VIRTUAL_ENV:-}" ]; then
+  PY=python
+else
+  if [ ! -x .venv/bin/python ]; then
+    say "creating the virtual environment .venv (python3 -m venv .venv)"
+    python3 -m venv .venv
+  fi
+  PY=.venv/bin/python
+  say "using .venv (activate it with: . .venv/bin/activate)"
+fi
+
+say "installing requirements-dev.txt into $("$PY" -c 'import sys; print(sys.prefix)')"
 "$PY" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 
-# The HTML report test drives headless Chromium; install it when we can (root on Debian).
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "scripts/test.sh: installing chromium for the HTML report test" >&2
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
-    || echo "scripts/test.sh: could not install chromium" >&2
+# The SARIF multitool, pinned, in a project-local npm prefix (never npm install -g).
+NPM_PREFIX=.cache/npm
+MULTITOOL_VERSION=5.7.0
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -x "$NPM_PREFIX/node_modules/.bin/sarif-multitool" ]; then
+    say "installing @microsoft/sarif-multitool@$MULTITOOL_VERSION into $NPM_PREFIX (npm) for tests/test_sarif_multitool.py"
+    npm install --prefix "$NPM_PREFIX" --no-save --no-audit --no-fund --silent "@microsoft/sarif-multitool@$MULTITOOL_VERSION" >/dev/null \
+      || say "could not install @microsoft/sarif-multitool (tests/test_sarif_multitool.py will skip, or fail under CI=true)"
+  fi
+else
+  say "npm not found: tests/test_sarif_multitool.py will skip (fail under CI=true); install Node.js to run it"
+fi
+export PATH="$PWD/$NPM_PREFIX/node_modules/.bin:$PATH"
+
+# Headless Chromium for the HTML report test: a system package, installed only as root with apt-get.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing the Debian packages chromium and chromium-driver (apt-get, system-wide) for tests/test_confirm_report.py"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+      || say "could not install chromium (tests/test_confirm_report.py will skip, or fail under CI=true)"
+  else
+    say "chromium not found and not root: tests/test_confirm_report.py will skip (fail under CI=true)"
+  fi
 fi
 
-# SARIF files are also checked with Microsoft's SARIF multitool (npm registry), when npm is here.
-if ! command -v sarif-multitool >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-  echo "scripts/test.sh: installing @microsoft/sarif-multitool for the SARIF validation test" >&2
-  npm install -g --silent @microsoft/sarif-multitool@5.7.0 >/dev/null 2>&1 \
-    || echo "scripts/test.sh: could not install @microsoft/sarif-multitool" >&2
-fi
-
-exec "$PY" -m pytest "$@"
+# Two or more workers (one per CPU); worksteal keeps them busy when slow tests cluster.
+exec "$PY" -m pytest -n auto --dist worksteal "$@"

@@ -288,6 +288,7 @@ def test_symlink_loop_does_not_hang(project):
     assert result.output.count("FL301") == 1  # the file is linted once, not once per loop turn
 
 
+@pytest.mark.slow
 def test_large_generated_file(project):
     body = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(160_000))
     (project / "big.py").write_text(body)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fusionlint.confirm.verify import judge
 from fusionlint.rule import Effect
 from tests.helpers import need
@@ -54,12 +56,14 @@ def _fix_verify(tmp_path: Path, source: str):
     target = tmp_path / "mod.py"
     target.write_text(source)
     proc = subprocess.run(
-        [sys.executable, "-m", "fusionlint.cli", "check", "mod.py", "--fix", "--verify", "--device", "cpu"],
+        [sys.executable, "-m", "fusionlint.cli", "check", "mod.py", "--fix", "--verify", "--device", "cpu",
+         "--confirm-timeout", "900"],  # a hang guard: a loaded machine compiles slowly
         cwd=tmp_path, capture_output=True, text=True, timeout=900, env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
     return proc, target.read_text()
 
 
+@pytest.mark.slow
 def test_fix_verify_writes_a_verified_fix(tmp_path):
     need("torch", "--verify runs the module before and after the fix")
     source = (ROOT / "fixtures" / "FL301_view_after_permute" / "bad.py").read_text()
@@ -70,6 +74,7 @@ def test_fix_verify_writes_a_verified_fix(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_rejected_fix_is_not_written(tmp_path):
     """The runner asks the verifier before writing; a rejection leaves the file as it was."""
     need("torch", "the verifier checks the installed torch first")

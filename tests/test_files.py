@@ -317,9 +317,7 @@ def test_symlink_loop_does_not_hang(tmp_path):
     write(tmp_path / "pkg" / "m.py")
     os.symlink("..", tmp_path / "pkg" / "loop")  # pkg/loop -> tmp_path, an ancestor
     os.symlink(".", tmp_path / "pkg" / "self")
-    start = time.monotonic()
-    found, errors = discover([tmp_path], root=tmp_path)
-    assert time.monotonic() - start < 5
+    found, errors = discover([tmp_path], root=tmp_path)  # following the loops would never return
     assert rel(found, tmp_path) == ["pkg/m.py"]
     assert sorted((e.path, e.message) for e in errors) == [
         ("pkg/loop", "symlink loop"),
@@ -459,9 +457,11 @@ def test_five_megabyte_file_reads_fast(tmp_path):
     text = "".join(line.format(i) for i in range(90_000))
     p.write_text(text)
     assert 5_000_000 <= p.stat().st_size < 10_000_000
-    start = time.perf_counter()
+    # CPU time of this process, not wall-clock time: the machine's load must not fail the test.
+    # Reading and decoding 5 MB takes about 10 ms; a per-line or quadratic reader takes seconds.
+    start = time.process_time()
     assert read_source(p) == text
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_file_over_the_limit(tmp_path):

@@ -1,9 +1,10 @@
 """fusionlint's SARIF through Microsoft's SARIF multitool (`validate`), when it is installed.
 
-Install it once with ``npm install -g @microsoft/sarif-multitool@5.7.0`` (or without -g in the
-repository root: npx finds ``node_modules/.bin`` too). When ``npx`` or the installed
-``sarif-multitool`` is missing the tests skip, except in CI (``CI`` set) where they fail; they
-never let npx fetch the package itself (network in the middle of a test run).
+``scripts/test.sh`` installs it, pinned, into the project (``npm install --prefix .cache/npm
+@microsoft/sarif-multitool@5.7.0``) and puts ``.cache/npm/node_modules/.bin`` on PATH. The tests run
+the first ``sarif-multitool`` found on PATH, else the one under ``.cache/npm``. When it (or Node.js)
+is missing they skip, except in CI (``CI`` set) where they fail; they never fetch the package
+themselves (no network in the middle of a test run).
 
 The multitool exits 0 even when its rules fire, so the tests read its output SARIF file. They
 run the SARIF rules and the GitHub ingestion rules (``--rule-kind "Sarif;Gh"``) at levels error
@@ -36,7 +37,8 @@ from fusionlint.rule import RunResult
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 REPO = Path(__file__).resolve().parent.parent
 
-INSTALL = "npm install -g @microsoft/sarif-multitool@5.7.0"
+INSTALL = "bash scripts/test.sh (runs npm install --prefix .cache/npm @microsoft/sarif-multitool@5.7.0)"
+LOCAL_BIN = REPO / ".cache" / "npm" / "node_modules" / ".bin" / "sarif-multitool"
 
 
 def _missing(reason: str) -> None:
@@ -47,10 +49,10 @@ def _missing(reason: str) -> None:
     pytest.skip(f"{reason}; to run these tests: {INSTALL}", allow_module_level=True)
 
 
-if shutil.which("npx") is None:
-    _missing("npx is not on PATH (install Node.js)")
-elif shutil.which("sarif-multitool") is None and not (REPO / "node_modules" / ".bin" / "sarif-multitool").exists():
-    # npx would try to download the package from the npm registry: not in the middle of a test.
+MULTITOOL = shutil.which("sarif-multitool") or (str(LOCAL_BIN) if LOCAL_BIN.exists() else None)
+if shutil.which("node") is None:
+    _missing("node is not on PATH (install Node.js)")
+elif MULTITOOL is None:
     _missing("the SARIF multitool is not installed")
 
 
@@ -59,7 +61,7 @@ def multitool_findings(log_file: Path, out_dir: Path) -> list[str]:
     output = out_dir / (log_file.stem + ".validation.sarif")
     # bin.js of the npm package passes its arguments through a shell: quote the ';' lists.
     command = [
-        "npx", "sarif-multitool", "validate",
+        MULTITOOL, "validate",
         "--json-schema", str(SCHEMA),
         "--rule-kind", '"Sarif;Gh"',
         "--level", '"Error;Warning"',

@@ -1,7 +1,18 @@
-"""A plain, non-editable wheel install ships `fusionlint.rules` and works away from the checkout."""
+"""A plain, non-editable wheel install ships `fusionlint.rules` and works away from the checkout.
+
+The wheel goes into a fresh virtual environment that sees nothing else: no system site-packages
+(the base interpreter may hold any libcst or none), and its dependencies are resolved by pip from
+the wheel's own metadata, offline (`--no-index`), out of a folder of wheels pinned to the versions
+this test run uses. A dependency missing from pyproject.toml therefore fails here.
+
+The dependency wheels are fetched with `pip download` from the configured package index (the same
+one `scripts/test.sh` installed from, so pip's cache usually has them). Without an index the test
+skips, except in CI (`CI` set) where it fails.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -9,38 +20,90 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 REPO = Path(__file__).resolve().parent.parent
+
+
+def runtime_closure(root: str) -> dict[str, str]:
+    """Installed versions of every runtime dependency of ``root``, transitively (extras excluded)."""
+    pins: dict[str, str] = {}
+    todo = [root]
+    while todo:
+        dist = importlib.metadata.distribution(todo.pop())
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            name = canonicalize_name(req.name)
+            if name not in pins:
+                pins[name] = importlib.metadata.version(name)
+                todo.append(name)
+    return pins
+
+
+def download_wheels(pins: dict[str, str], dest: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+         "--only-binary", ":all:", "-d", str(dest), *(f"{n}=={v}" for n, v in sorted(pins.items()))],
+        capture_output=True, text=True, timeout=600,
+    )
+    if proc.returncode != 0:
+        reason = f"cannot download the dependency wheels {sorted(pins)}: {proc.stderr.strip()[-500:]}"
+        if os.environ.get("CI"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+
+def test_runtime_closure_pins_the_declared_dependencies():
+    pins = runtime_closure("fusionlint")
+    assert {"libcst", "click", "rich", "sarif-om"} <= set(pins)
+    assert "torch" not in pins and "pytest" not in pins  # extras stay out of a plain install
+    assert pins["libcst"] == importlib.metadata.version("libcst")
 
 
 def test_wheel_install_has_rules_and_runs(tmp_path: Path):
     src = tmp_path / "src"
     # Build from a copy so build artefacts never land in the checkout.
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv", "*.egg-info", "build", "__pycache__", ".whl"))
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "*.egg-info", "build", "__pycache__", ".whl", ".cache", ".zoo", ".fusionlint_cache"))
     wheels = tmp_path / "wheels"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(src)],
-        check=True,
+        check=True, timeout=600,
     )
     (wheel,) = wheels.glob("fusionlint-*.whl")
+    download_wheels(runtime_closure("fusionlint"), wheels)
+
     env_dir = tmp_path / "venv"
-    # Dependencies (libcst, click...) come from this interpreter's site-packages; fusionlint itself
-    # only from the wheel, which the venv's own site-packages puts first on sys.path.
-    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    venv.create(env_dir, system_site_packages=False, with_pip=True)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PIP_")}
+    # Dependencies resolved from the wheel's metadata, offline, from the pinned wheels only.
+    install = subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+         "--find-links", str(wheels), str(wheel)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.copy(REPO / "fixtures" / "FL301_view_after_permute" / "bad.py", elsewhere / "model.py")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     probe = subprocess.run(
-        [str(py), "-c", "import fusionlint, fusionlint.rules.FL101_tensor_to_python as r, fusionlint.registry as g;"
-         "print(fusionlint.__file__); print(r.__file__); print(len(g.all_rules()))"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, check=True,
+        [str(py), "-c", "import sys, fusionlint, libcst, fusionlint.rules.FL101_tensor_to_python as r, fusionlint.registry as g;"
+         "print(fusionlint.__file__); print(r.__file__); print(libcst.__file__); print(len(g.all_rules()));"
+         "print(sys.flags.no_site, any('site-packages' in p and not p.startswith(sys.prefix) for p in sys.path))"],
+        cwd=elsewhere, env=env, capture_output=True, text=True, check=True, timeout=120,
     )
-    pkg_file, rule_file, count = probe.stdout.split()
-    assert str(env_dir) in pkg_file and str(env_dir) in rule_file, probe.stdout
+    pkg_file, rule_file, libcst_file, count, _no_site, foreign = probe.stdout.split()
+    assert all(f.startswith(str(env_dir)) for f in (pkg_file, rule_file, libcst_file)), probe.stdout
+    assert foreign == "False", f"the venv sees another site-packages: {probe.stdout}"
     assert int(count) >= 2
     check = subprocess.run(
-        [str(env_dir / "bin" / "fusionlint"), "check", "model.py"], cwd=elsewhere, env=env, capture_output=True, text=True
+        [str(env_dir / "bin" / "fusionlint"), "check", "model.py"], cwd=elsewhere, env=env,
+        capture_output=True, text=True, timeout=300,
     )
     assert check.returncode == 1 and "FL301" in check.stdout, check.stdout + check.stderr
