@@ -60,21 +60,11 @@ def test_damage_reports_bytes_outside_the_edits_and_broken_files():
     assert "encoding" in fuzz.damage(fuzz.Case(0, "x", "x", latin.encode("latin-1")), SOURCE.encode(), [])
 
 
-# What the reduced run found on this branch (seed 0, 200 files), before the crash fixes of issue 8
-# were merged. Remove the xfail once they are.
-KNOWN = (
-    "RecursionError tracebacks/internal errors (deep-item-list, binop-chain, attribute-chain, deep-brackets); "
-    "LookupError traceback for a 'zlib' coding cookie (cookie-bogus, combo); "
-    "IndexError traceback in --fix/--diff on a CR-only file (cr-only); "
-    "bytes appended outside the fix range after mixed newlines (mixed-newlines, FL402 fix); "
-    "a file CPython rejects (5000-digit int) rewritten by --fix (huge-literal); "
-    "internal errors: int() of '0x1' and of a 20001-digit literal (huge-literal), "
-    "CSTValidationError on the identifier 'x\\u200d' (unicode-identifiers)"
-)
-
-
+# 200 mutated files (seed 0). Before the issue-8 fixes this run found RecursionError tracebacks,
+# a 'zlib' cookie's LookupError, an IndexError on CR-only files, bytes written outside a fix's
+# range after mixed newlines, a CPython-rejected file rewritten by --fix, int() of '0x1' and of
+# huge literals, and a CSTValidationError on the identifier 'x\u200d'.
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=f"issue 8 crash fixes not merged on this branch: {KNOWN}")
 def test_reduced_fuzz_run_is_clean():
     cases = fuzz.make_cases(0, 200)
     report = fuzz.fuzz(cases, batch_size=100)
