@@ -241,6 +241,11 @@ def discover(
         arg_abs = os.path.abspath(arg)
         arg_real = os.path.realpath(arg_abs)
         ignores = _ancestor_ignores(arg_abs, root_abs) if respect_gitignore else []
+        if ignores and _gitignored(arg_abs, True, ignores):
+            # The user named a directory that a .gitignore above it excludes (vendored code, a corpus
+            # under an ignored folder): walk it. Only the .gitignore files inside it apply then, since
+            # git's rules would exclude every file below an ignored directory.
+            ignores = []
         for rel, via_link in _walk(arg_abs, root_abs, globs, respect_gitignore, ignores, errors):
             # realpath costs a syscall per path component; only symlinks make it necessary.
             if via_link:

@@ -545,3 +545,17 @@ def test_read_then_atomic_write_reproduces_the_bytes(tmp_path, data, encoding):
     assert found == encoding and "é" in text
     atomic_write(p, text, encoding=found)
     assert p.read_bytes() == data
+
+
+def test_a_named_directory_that_gitignore_excludes_is_walked(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("/vendor/\n")
+    (tmp_path / "vendor" / "lib").mkdir(parents=True)
+    (tmp_path / "vendor" / "lib" / "a.py").write_text("x = 1\n")
+    (tmp_path / "vendor" / ".gitignore").write_text("skip.py\n")
+    (tmp_path / "vendor" / "skip.py").write_text("x = 1\n")
+    (tmp_path / "main.py").write_text("x = 1\n")
+    walked, _ = discover([tmp_path], root=tmp_path)
+    assert [p.name for p in walked] == ["main.py"]
+    named, _ = discover([tmp_path / "vendor"], root=tmp_path)
+    assert [p.relative_to(tmp_path).as_posix() for p in named] == ["vendor/lib/a.py"]  # its own .gitignore still applies
