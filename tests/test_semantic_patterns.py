@@ -245,6 +245,24 @@ def test_configuration_parameters_of_forward_stay_python(tmp_path):
     assert [f for f in lint(root) if f.code in ("FL101", "FL102", "FL103")] == []
 
 
+def test_switch_parameters_and_annotated_callee_parameters_stay_python(tmp_path):
+    """Found on transformers 5.24 (qwen3_omni_moe): `use_audio_in_video=None` in forward, passed on
+    to a method that declares it `bool | None`, was reported as `or` over a tensor."""
+    root = project(tmp_path, {"m.py": HEAD + """
+        class Talker(nn.Module):
+            def forward(self, x, use_audio_in_video=None, mode=None):
+                return self.positions(x, use_audio_in_video or False, mode)
+
+            def positions(self, x, use_audio: bool | None, kind: "str | None"):
+                if use_audio:
+                    x = x * 2
+                if kind or False:
+                    x = x + 1
+                return x
+        """})
+    assert [f for f in lint(root) if f.code in ("FL101", "FL102", "FL103")] == []
+
+
 # 8. calls through an attribute holding a callable object
 def test_attribute_object_call_traces_its_dunder_call(tmp_path):
     root = project(tmp_path, {

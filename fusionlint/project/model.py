@@ -25,7 +25,10 @@ _FORWARD_REPLACING_DECORATORS = frozenset({"use_experts_implementation"})
 _NON_TENSOR_PARAM = re.compile(
     r"(^|_)(shape|shapes|size|sizes|device|dtype|len|length|lens|num|dim|dims|idx|index|mode|config|cfg|"
     r"training|flag|name|kwargs|args|step|steps|output|outputs|return|height|width)(_|$)|^(n|k)_|"
-    r"^(cache|past|past_key_values?|layer_past|use_cache)$"
+    r"^(cache|past|past_key_values?|layer_past|use_cache)$|"
+    # boolean switches (`use_audio_in_video`, `is_causal`, `return_dict`): found as false positives
+    # on transformers 5.24 (a `None` default made them look like optional tensors)
+    r"^(use|is|has|do|return|output|with|enable|skip)_"
 )
 _TENSOR_ATTR_KINDS = frozenset({"param", "buffer", "tensor"})
 
@@ -341,10 +344,12 @@ class _Propagation:
             where = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
             changed = False
             for param, value in zip(params, site.args):
+                if param.annotation == "other":  # the callee says what it takes (`flag: bool | None`)
+                    continue
                 if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
                     callee_facts.tensor_params[param.name] = where
                     changed = True
-            names = {p.name for p in params}
+            names = {p.name for p in params if p.annotation != "other"}
             for name, value in site.kwargs.items():
                 if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
                     callee_facts.tensor_params[name] = where
