@@ -247,17 +247,16 @@ def test_configuration_parameters_of_forward_stay_python(tmp_path):
 
 def test_switch_parameters_and_annotated_callee_parameters_stay_python(tmp_path):
     """Found on transformers 5.24 (qwen3_omni_moe): `use_audio_in_video=None` in forward, passed on
-    to a method that declares it `bool | None`, was reported as `or` over a tensor."""
+    to a method that declares it `bool | None`, was reported as `or` over a tensor there."""
     root = project(tmp_path, {"m.py": HEAD + """
         class Talker(nn.Module):
-            def forward(self, x, use_audio_in_video=None, mode=None):
-                return self.positions(x, use_audio_in_video or False, mode)
+            def forward(self, x, audio_in_video=None):
+                return self.positions(x, audio_in_video)
 
-            def positions(self, x, use_audio: bool | None, kind: "str | None"):
-                if use_audio:
-                    x = x * 2
-                if kind or False:
-                    x = x + 1
+            def positions(self, x, audio_in_video: bool | None = None):
+                return self.rope(x, audio_in_video or False)
+
+            def rope(self, x, flag):
                 return x
         """})
     assert [f for f in lint(root) if f.code in ("FL101", "FL102", "FL103")] == []
