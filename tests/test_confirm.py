@@ -116,12 +116,15 @@ def test_raise_hang_oom_end_unconfirmed_and_run_continues(torch_installed, monke
     settings = _settings(ROOT, **{"memory-mb": 2048})
     # hang.py sleeps forever, so whatever its limit, it times out: give it a short one, and the
     # modules that do finish a generous one, so that the result never depends on the machine's load.
-    real_run_worker = orch.run_worker
+    # Modules run on the pooled workers (fusionlint.confirm.pool), which take the limit per job.
+    from fusionlint.confirm import pool
 
-    def run_worker(job, timeout, gpu=None):
-        return real_run_worker(job, 10 if job["path"].endswith("hang.py") else timeout, gpu)
+    real_run = pool.WorkerProcess.run
 
-    monkeypatch.setattr(orch, "run_worker", run_worker)
+    def run(self, job, timeout):
+        return real_run(self, job, 10 if job["path"].endswith("hang.py") else timeout)
+
+    monkeypatch.setattr(pool.WorkerProcess, "run", run)
     result, results = _confirm(files, settings, jobs=2)
     found = _by_file(result)
     assert set(found) == {"hang.py", "ok.py", "oom.py", "raises.py"}

@@ -28,19 +28,25 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def runtime_closure(root: str) -> dict[str, str]:
-    """Installed versions of every runtime dependency of ``root``, transitively (extras excluded)."""
+    """Installed versions of every runtime dependency of ``root``, transitively: a dependency's own
+    extras are followed when a requirement asks for them (``pathspec[re2]`` -> google-re2); the
+    root's extras (test, confirm, lsp) stay out."""
     pins: dict[str, str] = {}
-    todo = [root]
+    todo: list[tuple[str, frozenset[str]]] = [(root, frozenset())]
+    seen: set[tuple[str, frozenset[str]]] = set()
     while todo:
-        dist = importlib.metadata.distribution(todo.pop())
+        name, extras = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        dist = importlib.metadata.distribution(name)
         for line in dist.requires or []:
             req = Requirement(line)
-            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in {"", *extras}):
                 continue
-            name = canonicalize_name(req.name)
-            if name not in pins:
-                pins[name] = importlib.metadata.version(name)
-                todo.append(name)
+            dep = canonicalize_name(req.name)
+            pins.setdefault(dep, importlib.metadata.version(dep))
+            todo.append((dep, frozenset(req.extras)))
     return pins
 
 
@@ -59,7 +65,7 @@ def download_wheels(pins: dict[str, str], dest: Path) -> None:
 
 def test_runtime_closure_pins_the_declared_dependencies():
     pins = runtime_closure("fusionlint")
-    assert {"libcst", "click", "rich", "sarif-om"} <= set(pins)
+    assert {"libcst", "click", "rich", "sarif-om", "pathspec", "google-re2"} <= set(pins)
     assert "torch" not in pins and "pytest" not in pins  # extras stay out of a plain install
     assert pins["libcst"] == importlib.metadata.version("libcst")
 

@@ -192,19 +192,37 @@ def _enclosing_class(abs_path: str, line: int, cache: dict) -> Optional[str]:
     return max(inside, key=lambda s: s[0])[2] if inside else None
 
 
-def collect_units(findings: list[Finding], root: Path) -> list[Unit]:
+def collect_units(findings: list[Finding], root: Path, paths: Optional[list[str]] = None) -> list[Unit]:
+    """One unit per (file, module to run) for the findings.
+
+    A finding's chain can start in another file (``Gate.forward → models.helpers.soft_limit``, from
+    the project model): the module to run is then the chain's first class, in the file of the run
+    (``paths``) that defines it, and the finding is matched against what running it records.
+    """
+    from fusionlint.files import display_path
+
     units: dict[tuple, Unit] = {}
     spans: dict = {}
     for f in findings:
         ap = match.abs_path(f.path, root)
-        target = (
-            _target_from_chain(f.context) or _enclosing_class(ap, f.line, spans) or _file_default_target(ap, spans)
-        )
-        key = (f.path, target)
+        shown = f.path
+        target = _target_from_chain(f.context)
+        if target and not _defines(ap, target, spans):
+            home = next((p for p in sorted(paths or ()) if _defines(p, target, spans)), None)
+            if home is not None:
+                ap, shown = home, display_path(Path(home), root)
+        target = target or _enclosing_class(ap, f.line, spans) or _file_default_target(ap, spans)
+        key = (shown, target)
         if key not in units:
-            units[key] = Unit(f.path, ap, target)
+            units[key] = Unit(shown, ap, target)
         units[key].findings.append(f)
     return sorted(units.values(), key=lambda u: u.sort_key)
+
+
+def _defines(abs_path: str, class_name: str, cache: dict) -> bool:
+    """Does this file define ``class_name`` (possibly nested, ``Outer.Inner``)?"""
+    _enclosing_class(abs_path, 0, cache)
+    return any(name == class_name for _, _, name in cache[abs_path])
 
 
 def shard_units(units: list[Unit], shard: Optional[tuple[int, int]]) -> list[Unit]:
@@ -471,7 +489,7 @@ def confirm_findings(
     if jobs is None or jobs < 1:
         jobs = min(len(gpus) * _WORKERS_PER_GPU, default_cpu_jobs()) if device.startswith("cuda") else default_cpu_jobs()
 
-    flagged = collect_units(result.findings, root)
+    flagged = collect_units(result.findings, root, list(getattr(result, "paths", []) or []))
     units = list(flagged)
     if scope == "all":
         units += discovered_units(
