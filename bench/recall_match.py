@@ -105,7 +105,9 @@ def parse_recompile(message: str, site_dirs: list[str], packages: tuple[str, ...
 def recompile_kind(reason: str, path: str | None, packages: tuple[str, ...]) -> str:
     """Sort a guard failure: a cause at a line of the model package, or one with no such line."""
     if path is not None and in_packages(path, packages):
-        return "package-line"
+        # a guard on a module's `.training` fails once when the model switches mode: the cost of
+        # calling .eval(), kept apart from causes a rule could ask the code to change
+        return "package-line-mode-switch" if ".training ==" in reason else "package-line"
     if "size mismatch" in reason or "stride mismatch" in reason:
         return "input-shape"
     if "GLOBAL_STATE" in reason or "grad_mode" in reason or "global state" in reason:

@@ -13,43 +13,30 @@ from typing import Any, Callable
 PACKAGES = ("timm", "transformers", "monai")
 
 TIMM = """
-resnet10t resnet18 resnet26d resnext26ts seresnext26d_32x4d efficientnet_b0 efficientnet_lite0 mobilenetv2_050
-mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
-mnasnet_050 fbnetc_100 hardcorenas_a lcnet_050 tinynet_e mixnet_s dla34 dpn48b densenet121 hrnet_w18_small vgg11
-repvgg_a0 mobileone_s0 fastvit_t8 convnext_atto convnextv2_atto edgenext_xx_small efficientformer_l1
-efficientformerv2_s0 levit_128s mobilevit_xxs mobilevitv2_050 vit_tiny_patch16_224 deit_tiny_patch16_224
-deit3_small_patch16_224 beit_base_patch16_224 cait_xxs24_224 xcit_nano_12_p16_224 crossvit_tiny_240 pit_ti_224
-tnt_s_patch16_224 twins_svt_small swin_tiny_patch4_window7_224 swinv2_cr_tiny_ns_224 maxvit_nano_rw_256
-coatnet_nano_rw_224 coat_tiny convit_tiny poolformer_s12 poolformerv2_s12 mixer_s16_224 resmlp_12_224
-gmlp_ti16_224 sequencer2d_s visformer_tiny nest_tiny gcvit_xxtiny mvitv2_tiny pvt_v2_b0 cspresnet50 cspdarknet53
-darknet17 sedarknet21 inception_v3 xception41 selecsls42b hgnet_tiny hgnetv2_b0 repghostnet_050
-inception_next_tiny davit_tiny focalnet_tiny_srf efficientvit_b0 efficientvit_m0 tiny_vit_5m_224 rdnet_tiny
-starnet_s1 vitamin_small_224 hiera_tiny_224 nextvit_small ese_vovnet19b_slim res2net50_14w_8s resnest14d
-skresnet18 gernet_s regnetz_b16 eca_nfnet_l0 nf_resnet26 halonet26t botnet26t_256 lambda_resnet26t
-sebotnet33ts_256 eva02_tiny_patch14_224 flexivit_small vit_relpos_small_patch16_224 vit_srelpos_small_patch16_224
-vit_little_patch16_reg4_gap_256 test_vit test_vit2 test_vit3 test_vit4 test_vit_relpos test_efficientnet
-test_efficientnet_evos test_efficientnet_gn test_efficientnet_ln test_byobnet test_coatnet test_convnext
-test_convnext2 test_convnext3 test_mambaout test_maxvit test_nfnet test_resnet mambaout_femto fasternet_t0
-shvit_s1 swiftformer_xs repvit_m0_9 naflexvit_base_patch16_gap
+resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
+mnasnet_050 lcnet_050 repvgg_a0 mobileone_s0 fastvit_t8 convnext_atto convnextv2_atto edgenext_xx_small efficientformerv2_s0 levit_128s mobilevit_xxs mobilevitv2_050
+vit_tiny_patch16_224 deit_tiny_patch16_224 pit_ti_224 swin_tiny_patch4_window7_224 convit_tiny poolformer_s12 poolformerv2_s12 mixer_s16_224 resmlp_12_224 gmlp_ti16_224 sequencer2d_s visformer_tiny
+pvt_v2_b0 darknet17 sedarknet21 hgnet_tiny hgnetv2_b0 repghostnet_050 efficientvit_b0 efficientvit_m0 tiny_vit_5m_224 starnet_s1 ese_vovnet19b_slim resnest14d
+skresnet18 gernet_s nf_resnet26 halonet26t botnet26t_256 lambda_resnet26t eva02_tiny_patch14_224 vit_relpos_small_patch16_224 vit_little_patch16_reg4_gap_256 test_vit test_vit3 test_vit_relpos
+test_efficientnet test_efficientnet_gn test_byobnet test_coatnet test_convnext test_mambaout test_maxvit test_nfnet test_resnet mambaout_femto fasternet_t0 shvit_s1
+swiftformer_xs repvit_m0_9
 """.split()
 
 # transformers model types taking `input_ids` (decoder-only and encoder-only) with a tiny config
 TRANSFORMERS_TEXT = """
-bert roberta distilbert albert electra deberta deberta-v2 xlm-roberta camembert mpnet funnel convbert ernie roformer
-squeezebert megatron-bert nystromformer yoso mobilebert layoutlm xlnet longformer big_bird canine lilt data2vec-text
-xmod rembert luke mra ibert esm modernbert
-gpt2 gpt_neo gpt_neox gpt_neox_japanese gptj gpt_bigcode opt bloom llama mistral mixtral qwen2 qwen2_moe qwen3
-qwen3_moe phi phi3 phimoe gemma gemma2 gemma3_text falcon stablelm starcoder2 olmo olmo2 olmoe cohere cohere2 granite
-granitemoe codegen ctrl xglm mpt persimmon biogpt glm glm4 helium nemotron jetmoe dbrx exaone4 arcee seed_oss smollm3
-ministral deepseek_v2 deepseek_v3 mamba mamba2 rwkv recurrent_gemma jamba zamba falcon_mamba bamba openai-gpt
-reformer fnet bitnet doge dots1 ernie4_5 ernie4_5_moe hunyuan_v1_dense hunyuan_v1_moe lfm2 minimax apertus
+bert roberta distilbert albert electra deberta deberta-v2 xlm-roberta camembert mpnet convbert ernie
+roformer squeezebert mobilebert layoutlm xlnet longformer big_bird data2vec-text esm modernbert gpt2 gpt_neo
+gpt_neox gptj gpt_bigcode opt bloom llama mistral mixtral qwen2 qwen2_moe qwen3 qwen3_moe
+phi phi3 gemma gemma2 gemma3_text falcon stablelm starcoder2 olmo olmo2 olmoe cohere
+granite codegen xglm mpt biogpt glm glm4 helium nemotron ministral deepseek_v3 mamba
+mamba2 rwkv recurrent_gemma falcon_mamba openai-gpt fnet bitnet ernie4_5 hunyuan_v1_dense lfm2
 """.split()
 
 # encoder-decoder types: called with input_ids and decoder_input_ids
-TRANSFORMERS_SEQ2SEQ = "t5 mt5 umt5 bart mbart pegasus marian blenderbot blenderbot-small led prophetnet plbart m2m_100 nllb-moe switch_transformers longt5 fsmt".split()
+TRANSFORMERS_SEQ2SEQ = "t5 mt5 bart mbart pegasus marian blenderbot led m2m_100 switch_transformers".split()
 
 # vision types taking pixel_values at a tiny image size
-TRANSFORMERS_VISION = "vit deit beit dinov2 swin swinv2 convnext convnextv2 resnet regnet segformer mobilevit mobilenet_v2 levit poolformer efficientnet bit dinat cvt focalnet pvt pvt_v2 yolos vit_msn data2vec-vision hiera".split()
+TRANSFORMERS_VISION = "vit deit beit dinov2 swin swinv2 convnext convnextv2 resnet segformer mobilevit mobilenet_v2 poolformer efficientnet bit pvt_v2".split()
 
 MONAI = """
 UNet BasicUNet BasicUNetPlusPlus AttentionUnet SegResNet SegResNetVAE SegResNetDS DynUNet UNETR SwinUNETR
@@ -258,9 +245,9 @@ def _monai(name: str) -> Built:
             1,
         ),
         "AttentionUnet": (lambda: nets.AttentionUnet(**two, **io, channels=(4, 8, 16), strides=(2, 2)), [32, 48, 64], 1),
-        "SegResNet": (lambda: nets.SegResNet(**two, **io, init_filters=4), [32, 48, 64], 1),
-        "SegResNetVAE": (lambda: nets.SegResNetVAE(input_image_size=(32, 32), **two, **io, init_filters=4), [32], 1),
-        "SegResNetDS": (lambda: nets.SegResNetDS(**two, **io, init_filters=4), [32, 48, 64], 1),
+        "SegResNet": (lambda: nets.SegResNet(**two, **io, init_filters=8), [32, 48, 64], 1),
+        "SegResNetVAE": (lambda: nets.SegResNetVAE(input_image_size=(32, 32), **two, **io, init_filters=8), [32], 1),
+        "SegResNetDS": (lambda: nets.SegResNetDS(**two, **io, init_filters=8), [32, 48, 64], 1),
         "DynUNet": (
             lambda: nets.DynUNet(**two, **io, kernel_size=[3, 3, 3], strides=[1, 2, 2], upsample_kernel_size=[2, 2]),
             [32, 48, 64],

@@ -67,6 +67,8 @@ def test_recompile_guard_with_a_package_line_and_an_input_shape_guard():
 def test_recompile_kind_names_causes_without_a_package_line():
     assert rm.recompile_kind("GLOBAL_STATE changed: grad_mode", None, PACKAGES) == "global-state"
     assert rm.recompile_kind("L['self'].training == True", None, PACKAGES) == "training-flag"
+    mode = "self._modules['bn1'].training == True  # if self.training:  # timm/layers/norm_act.py:113 in forward"
+    assert rm.recompile_kind(mode, "timm/layers/norm_act.py", PACKAGES) == "package-line-mode-switch"
     assert rm.recompile_kind("x  # y  # nn/modules/linear.py:1 in f", "nn/modules/linear.py", PACKAGES) == "torch-line"
 
 
