@@ -229,7 +229,16 @@ def static_pass(site: str) -> tuple[list[recall_match.Finding], set[str], int]:
     findings = []
     for f in data["findings"]:
         path = f["path"].replace("\\", "/")
-        rel = recall_match.relative_to_roots(os.path.normpath(os.path.join(site, path)), [site]) or path
+        # JSON paths are relative to the project root fusionlint chose (the nearest pyproject.toml above
+        # site-packages, i.e. this repo, or the working directory): resolve against both
+        rel = None
+        for base in (site, str(REPO)):
+            candidate = os.path.normpath(os.path.join(base, path))
+            if os.path.exists(candidate):
+                rel = recall_match.relative_to_roots(candidate, [os.path.normpath(site)])
+                break
+        if rel is None:
+            raise SystemExit(f"cannot place finding path {path!r} under {site}")
         findings.append(recall_match.Finding(rel, f["line"], f.get("end_line") or f["line"], f["code"], frozenset(f["effects"])))
     return findings, default_codes, len(data["errors"])
 

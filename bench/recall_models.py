@@ -82,6 +82,11 @@ def build(name: str) -> Built:
 
 
 def _timm(name: str) -> Built:
+    # timm imports torchvision at import time; the stand-in is installed only in timm's workers (one
+    # package per worker), because transformers and MONAI test for torchvision and would take it as real
+    import torchvision_stub
+
+    torchvision_stub.install()
     import timm
     import torch
 

@@ -24,10 +24,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torchvision_stub  # noqa: E402  (must precede `import timm`)
-
-torchvision_stub.install()
-
 import torch  # noqa: E402
 
 import recall_match  # noqa: E402
