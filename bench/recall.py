@@ -1,0 +1,373 @@
+"""Recall of the static pass on real models: graph-break sites and recompile causes that torch records.
+
+    python bench/recall.py                       # measure (incremental) + static pass + score
+    python bench/recall.py --limit 10            # the first 10 models only
+    python bench/recall.py --only 'timm:vit*'    # models whose name matches a glob (repeatable)
+    python bench/recall.py --rescore             # static pass only, against the newest saved raw JSON
+    python bench/recall.py --rescore bench/results/recall-2025-01-01.json
+
+It creates its own venv in .bench/venv (git-ignored) with pinned torch (CPU), timm, transformers, MONAI
+and this checkout of fusionlint (`pip install -e .`, so the static pass runs on the current sources),
+builds each model with random weights, and records with Dynamo's `eager` backend every graph-break
+site (innermost frame inside the model package, from the `graph_breaks` log) and every recompile (with
+the failed guard's source line, from the `recompiles` log), calling each model at 3 batch sizes x 3
+sizes in train mode and in eval mode, plus the lines each eager forward executed. Models are
+measured in worker subprocesses (bench/recall_worker.py), cached in .bench/cache/ by package version,
+torch version and model name, so a rerun measures only what is new. Then `fusionlint check --format
+json --select ALL` runs on the installed package sources and the sites are matched (bench/recall_match.py).
+
+Output: per-site HIT/miss lines and the table on stdout, bench/results/recall-<date>.txt, and
+bench/results/recall-<date>.json with the raw sites and executed lines (what --rescore reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import fnmatch
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import recall_match  # noqa: E402
+import recall_models  # noqa: E402
+
+BENCH = REPO / ".bench"
+VENV = BENCH / "venv"
+PY = VENV / "bin" / "python"
+RESULTS = HERE / "results"
+# Pinned so a result names exactly what it measured. torch installs from the local CPU wheel; never
+# leave it unpinned (an open range pulls a multi-GB CUDA build). timm is installed without its
+# dependencies because it requires torchvision, which cannot be installed beside this torch build
+# (see bench/torchvision_stub.py); its other runtime dependencies are listed here.
+PINS = [
+    "torch==2.13.0",
+    "numpy==2.4.6",
+    "pillow==13.0.0",
+    "pyyaml==6.0.4",
+    "safetensors==0.8.0",
+    "huggingface_hub==2.4.0",
+    "transformers==5.24.0",
+    "monai==1.6.1",
+    "einops==0.8.2",
+]
+NO_DEPS_PINS = ["timm==1.0.31"]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def ensure_venv() -> None:
+    stamp = BENCH / "venv.pins"
+    wanted = "\n".join(PINS + NO_DEPS_PINS)
+    if PY.exists() and stamp.exists() and stamp.read_text() == wanted:
+        return
+    log(f"creating the bench venv in {VENV} (pinned: {', '.join(PINS + NO_DEPS_PINS)})")
+    BENCH.mkdir(exist_ok=True)
+    if not PY.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    pip = [str(PY), "-m", "pip", "install", "-q"]
+    subprocess.run(pip + PINS, check=True)
+    subprocess.run(pip + ["--no-deps"] + NO_DEPS_PINS, check=True)
+    subprocess.run(pip + ["--no-deps", "-e", str(REPO)], check=True)
+    subprocess.run(pip + ["libcst", "click", "rich", "sarif-om"], check=True)
+    stamp.write_text(wanted)
+
+
+def venv_facts() -> dict:
+    code = (
+        "import importlib.metadata as m, json, sysconfig;"
+        "print(json.dumps({'site': sysconfig.get_paths()['purelib'], 'versions': {p: m.version(p) for p in "
+        "('torch', 'timm', 'transformers', 'monai', 'fusionlint')}}))"
+    )
+    out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def _safe(name: str) -> str:
+    return name.replace(":", "__").replace("/", "_")
+
+
+def cache_dir(name: str, versions: dict) -> Path:
+    pkg = recall_models.package_of(name)
+    return BENCH / "cache" / f"{pkg}-{versions[pkg]}+torch-{versions['torch']}"
+
+
+def measure(names: list[str], versions: dict, jobs: int, timeout: int, chunk: int) -> None:
+    """Run the uncached models in worker subprocesses, `jobs` at a time, `chunk` models per worker."""
+    pending = [n for n in names if not (cache_dir(n, versions) / f"{_safe(n)}.json").exists()]
+    log(f"{len(names) - len(pending)} models cached, {len(pending)} to measure with {jobs} workers")
+    queue: list[list[str]] = []
+    by_dir = collections.defaultdict(list)
+    for n in pending:
+        by_dir[cache_dir(n, versions)].append(n)
+    # chunks of one package each (a worker writes to one cache dir), packages interleaved so that an
+    # interrupted run still covers all of them
+    chunks = [[ns[i : i + chunk] for i in range(0, len(ns), chunk)] for ns in by_dir.values()]
+    for i in range(max(map(len, chunks), default=0)):
+        queue += [c[i] for c in chunks if i < len(c)]
+    running: list[tuple[subprocess.Popen, list[str], float]] = []
+    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1")
+    while queue or running:
+        while queue and len(running) < jobs:
+            group = queue.pop(0)
+            cdir = cache_dir(group[0], versions)
+            cmd = [str(PY), str(HERE / "recall_worker.py"), "--cache", str(cdir), "--timeout", str(timeout), *group]
+            proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=subprocess.DEVNULL)
+            running.append((proc, group, time.monotonic()))
+        time.sleep(1)
+        for item in list(running):
+            proc, group, started = item
+            overdue = time.monotonic() - started > timeout * len(group) + 120
+            if proc.poll() is None and not overdue:
+                continue
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            running.remove(item)
+            cdir = cache_dir(group[0], versions)
+            rest = []
+            for n in group:
+                if (cdir / f"{_safe(n)}.json").exists():
+                    continue
+                marker = cdir / f"{_safe(n)}.started"
+                if marker.exists():  # the worker died on this model: record it, go on with the rest
+                    why = "killed after the worker's time limit" if overdue else f"worker died (exit {proc.returncode})"
+                    (cdir / f"{_safe(n)}.json").write_text(json.dumps({"name": n, "status": "failed", "error": why}))
+                    marker.unlink()
+                    log(f"{n}: failed {why}")
+                else:
+                    rest.append(n)
+            if rest:
+                queue.append(rest)
+
+
+def collect(names: list[str], versions: dict, site: str) -> dict:
+    """The cached per-model results → the raw record (sites with the models that hit them)."""
+    models, breaks, recompiles = [], {}, {}
+    kinds = collections.Counter()
+    coverage: dict[str, set[int]] = {}
+    for n in names:
+        cached = cache_dir(n, versions) / f"{_safe(n)}.json"
+        if not cached.exists():  # only after an interrupted measurement
+            log(f"{n}: not measured yet, left out")
+            continue
+        r = json.loads(cached.read_text())
+        models.append({k: r.get(k) for k in ("name", "status", "error", "sizes", "calls", "seconds")})
+        if r["status"] != "ok":
+            continue
+        for b in r["breaks"]:
+            key = f"{b['path']}:{b['line']}"
+            entry = breaks.setdefault(key, {**{k: b[k] for k in ("path", "line", "code")}, "reasons": {}, "models": []})
+            entry["reasons"].setdefault(b["reason"], b["gb"])
+            if n not in entry["models"]:
+                entry["models"].append(n)
+        for rc in r["recompiles"]:
+            # classified here, not in the worker, so a changed classification needs no re-measurement
+            rc["kind"] = recall_match.recompile_kind(rc["guard"], rc["path"], recall_models.PACKAGES)
+            kinds[rc["kind"]] += 1
+            if not rc["kind"].startswith("package-line"):
+                continue
+            key = f"{rc['path']}:{rc['line']}"
+            entry = recompiles.setdefault(
+                key, {"path": rc["path"], "line": rc["line"], "code": rc["code"], "mode_switch": True, "guards": [], "models": []}
+            )
+            entry["mode_switch"] &= rc["kind"] == "package-line-mode-switch"
+            if rc["guard"] not in entry["guards"] and len(entry["guards"]) < 3:
+                entry["guards"].append(rc["guard"])
+            if n not in entry["models"]:
+                entry["models"].append(n)
+        for path, runs in r.get("coverage", {}).items():
+            coverage.setdefault(path, set()).update(recall_match.expand_lines(runs))
+    return {
+        "date": datetime.date.today().isoformat(),
+        "versions": versions,
+        "site": site,
+        "models": models,
+        "break_sites": sorted(breaks.values(), key=lambda e: (e["path"], e["line"])),
+        "recompile_causes": sorted(recompiles.values(), key=lambda e: (e["path"], e["line"])),
+        "recompile_kinds": dict(kinds),
+        "coverage": {p: recall_match.compress_lines(v) for p, v in sorted(coverage.items())},
+    }
+
+
+def static_pass(site: str) -> tuple[list[recall_match.Finding], set[str], int]:
+    """fusionlint (the venv's, i.e. this checkout) over the installed package sources, every rule."""
+    fusionlint = str(VENV / "bin" / "fusionlint")
+    # cached by the linter's own sources: a rescore after an analysis change reruns it, a second report does not
+    digest = hashlib.sha256(site.encode())
+    for src in sorted([*(REPO / "fusionlint").rglob("*.py"), *(REPO / "rules").rglob("*.py")]):
+        digest.update(src.read_bytes())
+    cached = BENCH / f"static-{digest.hexdigest()[:16]}.json"
+    rules = json.loads(subprocess.run([fusionlint, "rules", "--format", "json"], check=True, capture_output=True, text=True).stdout)
+    default_codes = {r["code"] for r in rules["rules"] if r["default"]}
+    dirs = [os.path.join(site, p) for p in recall_models.PACKAGES]
+    if cached.exists():
+        data = json.loads(cached.read_text())
+    else:
+        log("static pass: fusionlint check --format json --select ALL " + " ".join(recall_models.PACKAGES))
+        proc = subprocess.run(
+            [fusionlint, "check", "--format", "json", "--select", "ALL", "--exit-zero", *dirs],
+            capture_output=True,
+            text=True,
+            cwd=site,
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"fusionlint failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        data = json.loads(proc.stdout)
+        cached.write_text(proc.stdout)
+    findings = []
+    for f in data["findings"]:
+        path = f["path"].replace("\\", "/")
+        # JSON paths are relative to the project root fusionlint chose (the nearest pyproject.toml above
+        # site-packages, i.e. this repo, or the working directory): resolve against both
+        rel = None
+        for base in (site, str(REPO)):
+            candidate = os.path.normpath(os.path.join(base, path))
+            if os.path.exists(candidate):
+                rel = recall_match.relative_to_roots(candidate, [os.path.normpath(site)])
+                break
+        if rel is None:
+            raise SystemExit(f"cannot place finding path {path!r} under {site}")
+        findings.append(recall_match.Finding(rel, f["line"], f.get("end_line") or f["line"], f["code"], frozenset(f["effects"])))
+    return findings, default_codes, len(data["errors"])
+
+
+def report(raw: dict, findings: list, default_codes: set[str], file_errors: int) -> str:
+    executed = {p: recall_match.expand_lines(r) for p, r in raw["coverage"].items()}
+    breaks = [(b["path"], b["line"]) for b in raw["break_sites"]]
+    causes = [(c["path"], c["line"]) for c in raw["recompile_causes"]]
+    default_findings = [f for f in findings if f.code in default_codes]
+    default = recall_match.score(breaks, causes, executed, default_findings)
+    every = recall_match.score(breaks, causes, executed, findings)
+    # the same, without the causes that are only a train/eval mode switch (a `.training` guard)
+    code_causes = [(c["path"], c["line"]) for c in raw["recompile_causes"] if not c.get("mode_switch")]
+    default_code = recall_match.score(breaks, code_causes, executed, default_findings)
+    every_code = recall_match.score(breaks, code_causes, executed, findings)
+    v = raw["versions"]
+    ok = [m for m in raw["models"] if m["status"] == "ok"]
+    failed = [m for m in raw["models"] if m["status"] != "ok"]
+    per_pkg = collections.Counter(recall_models.package_of(m["name"]) for m in ok)
+    out = [
+        f"# fusionlint recall on real models ({raw['date']}; scored {datetime.date.today().isoformat()})",
+        f"torch {v['torch']} CPU, Dynamo backend 'eager'; timm {v['timm']}, transformers {v['transformers']}, "
+        f"MONAI {v['monai']}; fusionlint {v['fusionlint']} (this checkout)",
+        f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
+        f"failed to build or run, skipped: {len(failed)}",
+        f"static pass: {len(findings)} findings with --select ALL, "
+        f"{sum(f.code in default_codes for f in findings)} with the default rules; {file_errors} file errors",
+        f"recompiles by kind (all guard failures): {json.dumps(raw['recompile_kinds'], sort_keys=True)}",
+        "",
+        "## Sites",
+    ]
+    for b in raw["break_sites"]:
+        verdict, codes = default.hits[("break", b["path"], b["line"])]
+        label = {"exact": "HIT ", "span": "span", "miss": "miss"}[verdict]
+        reason = next(iter(b["reasons"]))
+        out.append(
+            f"{label} break     {b['path']}:{b['line']}  {b['code'][:70]!r}  [{', '.join(codes) or '-'}]  "
+            f"{len(b['models'])} models; {reason[:90]}"
+        )
+    for c in raw["recompile_causes"]:
+        verdict, codes = default.hits[("recompile", c["path"], c["line"])]
+        label = {"exact": "HIT ", "span": "span", "miss": "miss"}[verdict]
+        label += " (mode switch)" if c.get("mode_switch") else ""
+        out.append(
+            f"{label} recompile {c['path']}:{c['line']}  {(c['code'] or '')[:70]!r}  [{', '.join(codes) or '-'}]  "
+            f"{len(c['models'])} models; guard {c['guards'][0][:80]}"
+        )
+    out += ["", "## Table", "", "| measure | default rules | --select ALL |", "|---|---|---|"]
+    for (label, hit, total), (_, hit_all, total_all) in zip(default.table(), every.table()):
+        out.append(f"| {label} | {_pct(hit, total)} | {_pct(hit_all, total_all)} |")
+        if label.startswith("recompile causes found"):
+            out.append(
+                f"| ... of them not a train/eval mode switch | {_pct(default_code.recompile_exact, default_code.recompile_causes)} "
+                f"| {_pct(every_code.recompile_exact, every_code.recompile_causes)} |"
+            )
+    out += ["", "A break site is found when a graph-break or host-sync finding starts on its line ('exact'),",
+            "or, for the 'span' rows, when the site's line lies within a finding's lines (line..end_line).",
+            "A recompile cause is the source line of the failed guard, counted only when it is a line of the",
+            "model package (input-shape, grad-mode and torch-internal guard failures have no such line).",
+            "Precision: findings with the graph-break effect whose line ran in an eager forward, and among",
+            "them those at a line where a graph break was recorded.", "", "## Most common missed break sites", ""]
+    misses = [b for b in raw["break_sites"] if default.hits[("break", b["path"], b["line"])][0] == "miss"]
+    for b in sorted(misses, key=lambda b: -len(b["models"]))[:15]:
+        reason = next(iter(b["reasons"]))
+        out.append(f"- {b['path']}:{b['line']} `{b['code']}` ({len(b['models'])} models): {reason}")
+    if failed:
+        out += ["", "## Models skipped (failed to build or run)", ""]
+        out += [f"- {m['name']}: {(m['error'] or '')[:160]}" for m in failed]
+    return "\n".join(out) + "\n"
+
+
+def _pct(hit: int, total: int) -> str:
+    return f"{hit}/{total} ({100 * hit / total:.0f} %)" if total else "0/0"
+
+
+def select(names: list[str], only: list[str] | None, limit: int | None) -> list[str]:
+    if only:
+        names = [n for n in names if any(fnmatch.fnmatch(n, p) or p in n for p in only)]
+    return names[:limit] if limit else names
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, help="measure only the first N selected models")
+    parser.add_argument("--only", action="append", help="glob or substring of model names (repeatable)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--timeout", type=int, default=240, help="seconds per model (default 240)")
+    parser.add_argument("--chunk", type=int, default=6, help="models per worker process (default 6)")
+    parser.add_argument("--rescore", nargs="?", const="latest", metavar="RAW_JSON",
+                        help="rerun only the static pass against saved sites (default: the newest results JSON)")
+    parser.add_argument("--no-static", action="store_true", help="measure only, skip the static pass and scoring")
+    parser.add_argument("--cached-only", action="store_true", help="measure nothing; score the cached models")
+    args = parser.parse_args()
+    ensure_venv()
+    facts = venv_facts()
+    RESULTS.mkdir(exist_ok=True)
+    if args.rescore:
+        path = Path(args.rescore) if args.rescore != "latest" else max(RESULTS.glob("recall-*.json"), default=None)
+        if path is None or not path.exists():
+            print(f"error: no saved raw sites ({args.rescore}); run bench/recall.py first", file=sys.stderr)
+            return 2
+        raw = json.loads(path.read_text())
+        pinned = {k: raw["versions"][k] for k in ("torch", "timm", "transformers", "monai")}
+        installed = {k: facts["versions"][k] for k in pinned}
+        if pinned != installed:
+            print(f"error: {path} was measured on {pinned}, the bench venv has {installed}", file=sys.stderr)
+            return 2
+        raw["versions"]["fusionlint"] = facts["versions"]["fusionlint"]
+    else:
+        names = select(recall_models.all_names(), args.only, args.limit)
+        if not names:
+            print("error: no model matches --only", file=sys.stderr)
+            return 2
+        if not args.cached_only:
+            measure(names, facts["versions"], args.jobs, args.timeout, args.chunk)
+        raw = collect(names, facts["versions"], facts["site"])
+        path = RESULTS / f"recall-{raw['date']}.json"
+        path.write_text(json.dumps(raw, indent=None, separators=(",", ":")) + "\n")
+        log(f"raw sites written to {path.relative_to(REPO)}")
+        if args.no_static:
+            return 0
+    findings, default_codes, errors = static_pass(facts["site"])
+    text = report(raw, findings, default_codes, errors)
+    print(text)
+    out = RESULTS / f"recall-{datetime.date.today().isoformat()}.txt"
+    out.write_text(text)
+    log(f"results written to {out.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

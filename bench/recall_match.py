@@ -1,0 +1,221 @@
+"""Pure logic of the recall bench: read Dynamo's log records into sites, match sites to findings, score.
+
+Nothing here imports torch or the model packages, so the tests and `recall.py --rescore` can use it.
+A *site* is `(path, line)` with `path` relative to site-packages in POSIX form (`timm/models/vit.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n(?P<code>[^\n]*)', re.M)
+_GB_ID = re.compile(r"/gb/(gb\d{4})\.html")
+_RECOMPILE_HEAD = re.compile(r"Recompiling function (?P<func>\S+) in (?P<file>.+):(?P<line>\d+)")
+_GUARD_ITEM = re.compile(r"^\s*- (?P<entry>\d+/\d+): (?P<reason>.*)$", re.M)
+# a guard's verbose code part ends with `  # <source line>  # <short path>:<line> in <function>`
+_GUARD_SOURCE = re.compile(r"#\s(?P<code>.*?)\s+#\s(?P<file>\S+\.py):(?P<line>\d+) in (?P<func>\S+)")
+
+BREAK_EFFECTS = frozenset({"graph-break", "host-sync"})
+RECOMPILE_EFFECTS = frozenset({"recompile"})
+
+
+def relative_to_roots(path: str, site_dirs: list[str]) -> str | None:
+    """`path` relative to the first site-packages dir that holds it, else None."""
+    norm = path.replace("\\", "/")
+    for root in site_dirs:
+        root = root.rstrip("/") + "/"
+        if norm.startswith(root):
+            return norm[len(root) :]
+    return None
+
+
+def in_packages(rel: str | None, packages: tuple[str, ...]) -> bool:
+    return rel is not None and rel.split("/", 1)[0] in packages
+
+
+def parse_graph_break(message: str, site_dirs: list[str], packages: tuple[str, ...]) -> dict | None:
+    """One `graph_breaks` log record → the break, its site being the innermost frame in `packages`.
+
+    Returns None for records that are not a break report (or name no frame inside the packages)."""
+    if "Graph break in user code" not in message:
+        return None
+    head, _, traceback = message.partition("User code traceback:")
+    frames = []
+    for m in _FRAME.finditer(traceback):
+        rel = relative_to_roots(m["file"], site_dirs)
+        frames.append((rel, int(m["line"]), m["func"], m["code"].strip()))
+    inside = [f for f in frames if in_packages(f[0], packages)]
+    if not inside:
+        return None
+    rel, line, func, code = inside[-1]
+    return {
+        "path": rel,
+        "line": line,
+        "function": func,
+        "code": code,
+        "reason": _break_reason(head),
+        "gb": (m[1] if (m := _GB_ID.search(head)) else None),
+    }
+
+
+def _break_reason(head: str) -> str:
+    """The one-line summary Dynamo prints after its generic 'Graph Break Reason:' header."""
+    lines = head.splitlines()
+    for i, text in enumerate(lines):
+        if text.startswith("Graph Break Reason:"):
+            for following in lines[i + 1 :]:
+                if following.strip():
+                    return following.strip()
+            return text[len("Graph Break Reason:") :].strip()
+    return ""
+
+
+def parse_recompile(message: str, site_dirs: list[str], packages: tuple[str, ...]) -> list[dict]:
+    """One `recompiles` log record → one entry per failed guard.
+
+    `path`/`line` are the guard's source line when Dynamo names one (shortened by torch to a path relative
+    to site-packages); `kind` says what sort of cause it is."""
+    head = _RECOMPILE_HEAD.search(message)
+    if head is None:
+        return []
+    frame_rel = relative_to_roots(head["file"], site_dirs)
+    out = []
+    for item in _GUARD_ITEM.finditer(message):
+        reason = item["reason"]
+        src = _GUARD_SOURCE.search(reason)
+        path = line = code = None
+        if src is not None:
+            path, line, code = src["file"], int(src["line"]), src["code"]
+        out.append(
+            {
+                "frame": frame_rel or head["file"],
+                "frame_line": int(head["line"]),
+                "function": head["func"],
+                "guard": reason.split("  #", 1)[0].strip(),
+                "path": path,
+                "line": line,
+                "code": code,
+                "kind": recompile_kind(reason, path, packages),
+            }
+        )
+    return out
+
+
+def recompile_kind(reason: str, path: str | None, packages: tuple[str, ...]) -> str:
+    """Sort a guard failure: a cause at a line of the model package, or one with no such line."""
+    if path is not None and in_packages(path, packages):
+        # a guard on a module's `.training` fails once when the model switches mode: the cost of
+        # calling .eval(), kept apart from causes a rule could ask the code to change
+        return "package-line-mode-switch" if ".training ==" in reason else "package-line"
+    if "size mismatch" in reason or "stride mismatch" in reason:
+        return "input-shape"
+    if "GLOBAL_STATE" in reason or "grad_mode" in reason or "global state" in reason:
+        return "global-state"
+    if "training" in reason:
+        return "training-flag"
+    if path is not None:
+        return "torch-line"
+    return "other"
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    end_line: int
+    code: str
+    effects: frozenset[str]
+
+
+@dataclass
+class Score:
+    break_sites: int = 0
+    break_exact: int = 0
+    break_span: int = 0
+    recompile_causes: int = 0
+    recompile_exact: int = 0
+    recompile_span: int = 0
+    executed_break_findings: int = 0
+    executed_break_findings_real: int = 0
+    hits: dict = field(default_factory=dict)
+
+    def table(self) -> list[tuple[str, int, int]]:
+        return [
+            ("break sites found at the exact line", self.break_exact, self.break_sites),
+            ("break sites inside a finding's span", self.break_span, self.break_sites),
+            ("recompile causes found at the exact line", self.recompile_exact, self.recompile_causes),
+            ("recompile causes inside a finding's span", self.recompile_span, self.recompile_causes),
+            (
+                "precision: graph-break findings on executed lines that are real",
+                self.executed_break_findings_real,
+                self.executed_break_findings,
+            ),
+        ]
+
+
+def index_findings(findings: list[Finding], effects: frozenset[str]) -> tuple[dict, dict]:
+    """(path, start line) → findings, and path → findings, for findings with one of `effects`."""
+    by_start: dict[tuple[str, int], list[Finding]] = {}
+    by_path: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.effects & effects:
+            by_start.setdefault((f.path, f.line), []).append(f)
+            by_path.setdefault(f.path, []).append(f)
+    return by_start, by_path
+
+
+def match_site(site: tuple[str, int], by_start: dict, by_path: dict) -> tuple[str, list[str]]:
+    """'exact' when a finding starts on the site's line, 'span' when a finding's lines
+    (line..end_line) cover it, else 'miss'; with the codes of the matching findings."""
+    exact = by_start.get(site, [])
+    if exact:
+        return "exact", sorted({f.code for f in exact})
+    spanning = [f for f in by_path.get(site[0], []) if f.line <= site[1] <= f.end_line]
+    if spanning:
+        return "span", sorted({f.code for f in spanning})
+    return "miss", []
+
+
+def score(
+    break_sites: list[tuple[str, int]],
+    recompile_causes: list[tuple[str, int]],
+    executed: dict[str, set[int]],
+    findings: list[Finding],
+) -> Score:
+    s = Score()
+    b_start, b_path = index_findings(findings, BREAK_EFFECTS)
+    r_start, r_path = index_findings(findings, RECOMPILE_EFFECTS)
+    for site in sorted(set(break_sites)):
+        verdict, codes = match_site(site, b_start, b_path)
+        s.break_sites += 1
+        s.break_exact += verdict == "exact"
+        s.break_span += verdict != "miss"
+        s.hits[("break", *site)] = (verdict, codes)
+    for site in sorted(set(recompile_causes)):
+        verdict, codes = match_site(site, r_start, r_path)
+        s.recompile_causes += 1
+        s.recompile_exact += verdict == "exact"
+        s.recompile_span += verdict != "miss"
+        s.hits[("recompile", *site)] = (verdict, codes)
+    real = set(break_sites)
+    for f in findings:
+        if "graph-break" in f.effects and f.line in executed.get(f.path, ()):
+            s.executed_break_findings += 1
+            s.executed_break_findings_real += (f.path, f.line) in real
+    return s
+
+
+def compress_lines(lines: set[int] | list[int]) -> list[list[int]]:
+    """Sorted line numbers as [first, last] runs, to keep the raw JSON small."""
+    runs: list[list[int]] = []
+    for n in sorted(set(lines)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return runs
+
+
+def expand_lines(runs: list[list[int]]) -> set[int]:
+    return {n for first, last in runs for n in range(first, last + 1)}

@@ -1,0 +1,366 @@
+"""The models of the recall bench: names (plain data, importable without torch) and builders.
+
+A model name is `package:name`. `build(name)` (worker side: imports torch and the package) returns a
+`Built`: the module with random weights, the candidate sizes (sequence lengths or spatial sizes) and a
+function making inputs for (batch, size). Nothing is downloaded: configs are made in code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+PACKAGES = ("timm", "transformers", "monai")
+
+TIMM = """
+resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
+mnasnet_050 lcnet_050 repvgg_a0 mobileone_s0 fastvit_t8 convnext_atto convnextv2_atto edgenext_xx_small efficientformerv2_s0 levit_128s mobilevit_xxs mobilevitv2_050
+vit_tiny_patch16_224 deit_tiny_patch16_224 pit_ti_224 swin_tiny_patch4_window7_224 convit_tiny poolformer_s12 poolformerv2_s12 mixer_s16_224 resmlp_12_224 gmlp_ti16_224 sequencer2d_s visformer_tiny
+pvt_v2_b0 darknet17 sedarknet21 hgnet_tiny hgnetv2_b0 repghostnet_050 efficientvit_b0 efficientvit_m0 tiny_vit_5m_224 starnet_s1 ese_vovnet19b_slim resnest14d
+skresnet18 gernet_s nf_resnet26 halonet26t botnet26t_256 lambda_resnet26t eva02_tiny_patch14_224 vit_relpos_small_patch16_224 vit_little_patch16_reg4_gap_256 test_vit test_vit3 test_vit_relpos
+test_efficientnet test_efficientnet_gn test_byobnet test_coatnet test_convnext test_mambaout test_maxvit test_nfnet test_resnet mambaout_femto fasternet_t0 shvit_s1
+swiftformer_xs repvit_m0_9
+""".split()
+
+# transformers model types taking `input_ids` (decoder-only and encoder-only) with a tiny config
+TRANSFORMERS_TEXT = """
+bert roberta distilbert albert electra deberta deberta-v2 xlm-roberta camembert mpnet convbert ernie
+roformer squeezebert mobilebert layoutlm xlnet longformer big_bird data2vec-text esm modernbert gpt2 gpt_neo
+gpt_neox gptj gpt_bigcode opt bloom llama mistral mixtral qwen2 qwen2_moe qwen3 qwen3_moe
+phi phi3 gemma gemma2 gemma3_text falcon stablelm starcoder2 olmo olmo2 olmoe cohere
+granite codegen xglm mpt biogpt glm glm4 helium nemotron ministral deepseek_v3 mamba
+mamba2 rwkv recurrent_gemma falcon_mamba openai-gpt fnet bitnet ernie4_5 hunyuan_v1_dense lfm2
+""".split()
+
+# encoder-decoder types: called with input_ids and decoder_input_ids
+TRANSFORMERS_SEQ2SEQ = "t5 mt5 bart mbart pegasus marian blenderbot led m2m_100 switch_transformers".split()
+
+# vision types taking pixel_values at a tiny image size
+TRANSFORMERS_VISION = "vit deit beit dinov2 swin swinv2 convnext convnextv2 resnet segformer mobilevit mobilenet_v2 poolformer efficientnet bit pvt_v2".split()
+
+MONAI = """
+UNet BasicUNet BasicUNetPlusPlus AttentionUnet SegResNet SegResNetVAE SegResNetDS DynUNet UNETR SwinUNETR
+DenseNet121 ResNet VNet HighResNet AutoEncoder VarAutoEncoder Regressor Classifier Generator Discriminator
+EfficientNetBN ViT ViTAutoEnc LocalNet GlobalNet RegUNet MedNeXt Quicknat VoxelMorph FullyConnectedNet
+VarFullyConnectedNet AutoencoderKL DiffusionModelUNet PatchDiscriminator VQVAE DAF3D SEResNet50 AHNet HoVerNet
+DecoderOnlyTransformer
+""".split()
+
+
+def all_names() -> list[str]:
+    names = [f"timm:{n}" for n in TIMM]
+    names += [f"transformers:{n}" for n in TRANSFORMERS_TEXT]
+    names += [f"transformers-s2s:{n}" for n in TRANSFORMERS_SEQ2SEQ]
+    names += [f"transformers-vision:{n}" for n in TRANSFORMERS_VISION]
+    names += [f"monai:{n}" for n in MONAI]
+    return names
+
+
+def package_of(name: str) -> str:
+    return name.split(":", 1)[0].split("-", 1)[0]
+
+
+@dataclass
+class Built:
+    model: Any
+    sizes: list[int]
+    make_inputs: Callable[[int, int], tuple[tuple, dict]]
+
+
+def build(name: str) -> Built:
+    family, _, model = name.partition(":")
+    return {
+        "timm": _timm,
+        "transformers": _hf_text,
+        "transformers-s2s": _hf_seq2seq,
+        "transformers-vision": _hf_vision,
+        "monai": _monai,
+    }[family](model)
+
+
+# ---------------------------------------------------------------- timm
+
+
+def _timm(name: str) -> Built:
+    # timm imports torchvision at import time; the stand-in is installed only in timm's workers (one
+    # package per worker), because transformers and MONAI test for torchvision and would take it as real
+    import torchvision_stub
+
+    torchvision_stub.install()
+    import timm
+    import torch
+
+    model = None
+    sized = True
+    for kwargs in ({"img_size": 64, "dynamic_img_size": True}, {"img_size": 64}, {}):
+        try:
+            model = timm.create_model(name, pretrained=False, num_classes=10, **kwargs)
+            sized = bool(kwargs)
+            break
+        except TypeError:
+            continue
+    if model is None:
+        raise RuntimeError("no constructor arguments accepted")
+    if sized:
+        sizes = [64, 96, 128]
+    else:
+        default = model.pretrained_cfg.get("input_size", (3, 224, 224))[-1]
+        sizes = [default, 64, 96, 128]
+    chans = model.pretrained_cfg.get("input_size", (3,))[0]
+
+    def make(b: int, s: int):
+        return (torch.randn(b, chans, s, s),), {}
+
+    return Built(model, sizes, make)
+
+
+# ---------------------------------------------------------------- transformers
+
+_TINY = dict(
+    hidden_size=32,
+    d_model=32,
+    n_embd=32,
+    num_hidden_layers=2,
+    num_layers=2,
+    n_layer=2,
+    num_attention_heads=2,
+    n_head=2,
+    num_key_value_heads=2,
+    head_dim=16,
+    intermediate_size=64,
+    ffn_dim=64,
+    d_ff=64,
+    n_inner=64,
+    vocab_size=99,
+    max_position_embeddings=256,
+    n_positions=256,
+    num_experts=4,
+    num_local_experts=4,
+    n_routed_experts=4,
+    num_experts_per_tok=2,
+    moe_intermediate_size=32,
+    embedding_size=32,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=2,
+    decoder_attention_heads=2,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    num_decoder_layers=2,
+    num_heads=2,
+    d_kv=16,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+    decoder_start_token_id=0,
+)
+
+
+def _tiny_config(model_type: str, extra: dict | None = None):
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.for_model(model_type)
+    known = cfg.to_dict()
+    for key, value in {**_TINY, **(extra or {})}.items():
+        if key in known or hasattr(cfg, key):
+            try:
+                setattr(cfg, key, value)
+            except Exception:  # some configs expose read-only properties
+                pass
+    # sliding-window / chunked attention and layer-type lists sized for the default depth
+    for key in ("layer_types", "mlp_layer_types", "layers_block_type"):
+        value = getattr(cfg, key, None)
+        if isinstance(value, list) and value:
+            try:
+                setattr(cfg, key, (value * 2)[:2])
+            except Exception:  # derived from other fields in some configs
+                pass
+    return cfg
+
+
+def _hf_text(model_type: str) -> Built:
+    import torch
+    from transformers import AutoModel
+
+    cfg = _tiny_config(model_type)
+    model = AutoModel.from_config(cfg)
+    vocab = min(getattr(cfg, "vocab_size", 99) or 99, 99)
+
+    def make(b: int, s: int):
+        return (), {"input_ids": torch.randint(3, vocab, (b, s))}
+
+    return Built(model, [8, 12, 16], make)
+
+
+def _hf_seq2seq(model_type: str) -> Built:
+    import torch
+    from transformers import AutoModel
+
+    cfg = _tiny_config(model_type)
+    model = AutoModel.from_config(cfg)
+    vocab = min(getattr(cfg, "vocab_size", 99) or 99, 99)
+
+    def make(b: int, s: int):
+        return (), {
+            "input_ids": torch.randint(3, vocab, (b, s)),
+            "decoder_input_ids": torch.randint(3, vocab, (b, s // 2)),
+        }
+
+    return Built(model, [8, 12, 16], make)
+
+
+def _hf_vision(model_type: str) -> Built:
+    import torch
+    from transformers import AutoModel
+
+    extra = dict(
+        image_size=32,
+        patch_size=4,
+        num_channels=3,
+        hidden_sizes=[8, 16, 24, 32],
+        depths=[1, 1, 1, 1],
+        embed_dim=16,
+        embed_dims=[8, 16, 24, 32],
+        num_heads=[1, 2, 2, 4],
+    )
+    cfg = _tiny_config(model_type, extra)
+    model = AutoModel.from_config(cfg)
+
+    def make(b: int, s: int):
+        return (), {"pixel_values": torch.randn(b, 3, s, s)}
+
+    return Built(model, [32, 64, 96], make)
+
+
+# ---------------------------------------------------------------- MONAI
+
+
+def _monai(name: str) -> Built:
+    import torch
+    from monai.networks import nets
+
+    two = dict(spatial_dims=2)
+    io = dict(in_channels=1, out_channels=2)
+    specs: dict[str, tuple[Callable[[], Any], list[int], int]] = {
+        "UNet": (lambda: nets.UNet(**two, **io, channels=(4, 8, 16), strides=(2, 2)), [32, 48, 64], 1),
+        "BasicUNet": (lambda: nets.BasicUNet(**two, **io, features=(4, 4, 8, 16, 32, 4)), [32, 48, 64], 1),
+        "BasicUNetPlusPlus": (
+            lambda: nets.BasicUNetPlusPlus(**two, **io, features=(4, 4, 8, 16, 32, 4)),
+            [32, 48, 64],
+            1,
+        ),
+        "AttentionUnet": (lambda: nets.AttentionUnet(**two, **io, channels=(4, 8, 16), strides=(2, 2)), [32, 48, 64], 1),
+        "SegResNet": (lambda: nets.SegResNet(**two, **io, init_filters=8), [32, 48, 64], 1),
+        "SegResNetVAE": (lambda: nets.SegResNetVAE(input_image_size=(32, 32), **two, **io, init_filters=8), [32], 1),
+        "SegResNetDS": (lambda: nets.SegResNetDS(**two, **io, init_filters=8), [32, 48, 64], 1),
+        "DynUNet": (
+            lambda: nets.DynUNet(**two, **io, kernel_size=[3, 3, 3], strides=[1, 2, 2], upsample_kernel_size=[2, 2]),
+            [32, 48, 64],
+            1,
+        ),
+        "UNETR": (
+            lambda: nets.UNETR(**io, img_size=(32, 32), spatial_dims=2, feature_size=4, hidden_size=32, mlp_dim=64, num_heads=2),
+            [32],
+            1,
+        ),
+        "SwinUNETR": (
+            lambda: nets.SwinUNETR(**io, spatial_dims=2, feature_size=12, depths=(1, 1, 1, 1), num_heads=(1, 1, 1, 1)),
+            [32, 64, 96],
+            1,
+        ),
+        "DenseNet121": (lambda: nets.DenseNet121(**two, in_channels=1, out_channels=3), [32, 48, 64], 1),
+        "ResNet": (
+            lambda: nets.ResNet("basic", [1, 1, 1, 1], [8, 8, 16, 16], spatial_dims=2, n_input_channels=1, num_classes=3),
+            [32, 48, 64],
+            1,
+        ),
+        "VNet": (lambda: nets.VNet(**two, in_channels=1, out_channels=2), [32, 48, 64], 1),
+        "HighResNet": (lambda: nets.HighResNet(**two, **io), [16, 24, 32], 1),
+        "AutoEncoder": (lambda: nets.AutoEncoder(**two, **io, channels=(4, 8), strides=(2, 2)), [32, 48, 64], 1),
+        "VarAutoEncoder": (
+            lambda: nets.VarAutoEncoder(**two, in_shape=(1, 32, 32), out_channels=1, latent_size=4, channels=(4, 8), strides=(2, 2)),
+            [32],
+            1,
+        ),
+        "Regressor": (lambda: nets.Regressor(in_shape=(1, 32, 32), out_shape=(3,), channels=(4, 8), strides=(2, 2)), [32], 1),
+        "Classifier": (lambda: nets.Classifier(in_shape=(1, 32, 32), classes=3, channels=(4, 8), strides=(2, 2)), [32], 1),
+        "Discriminator": (lambda: nets.Discriminator(in_shape=(1, 32, 32), channels=(4, 8), strides=(2, 2)), [32], 1),
+        "Generator": (lambda: nets.Generator(latent_shape=(8,), start_shape=(4, 8, 8), channels=(4, 1), strides=(2, 2)), [8], 0),
+        "EfficientNetBN": (
+            lambda: nets.EfficientNetBN("efficientnet-b0", pretrained=False, spatial_dims=2, in_channels=1, num_classes=3),
+            [32, 48, 64],
+            1,
+        ),
+        "ViT": (
+            lambda: nets.ViT(in_channels=1, img_size=(32, 32), patch_size=(8, 8), hidden_size=32, mlp_dim=64, num_layers=2, num_heads=2, spatial_dims=2, classification=True),
+            [32],
+            1,
+        ),
+        "ViTAutoEnc": (
+            lambda: nets.ViTAutoEnc(in_channels=1, img_size=(32, 32), patch_size=(8, 8), hidden_size=32, mlp_dim=64, num_layers=2, num_heads=2, spatial_dims=2),
+            [32],
+            1,
+        ),
+        "LocalNet": (
+            lambda: nets.LocalNet(**two, in_channels=2, out_channels=2, num_channel_initial=4, extract_levels=(0, 1, 2)),
+            [32, 48, 64],
+            2,
+        ),
+        "GlobalNet": (
+            lambda: nets.GlobalNet(image_size=(32, 32), spatial_dims=2, in_channels=2, num_channel_initial=4, depth=2),
+            [32],
+            2,
+        ),
+        "RegUNet": (
+            lambda: nets.RegUNet(**two, in_channels=2, num_channel_initial=4, depth=2, out_channels=2),
+            [32, 48, 64],
+            2,
+        ),
+        "MedNeXt": (lambda: nets.MedNeXt(**two, **io, init_filters=4, blocks_down=(1, 1, 1, 1, 1), blocks_bottleneck=1, blocks_up=(1, 1, 1, 1)), [32, 64, 96], 1),
+        "Quicknat": (lambda: nets.Quicknat(num_classes=2, num_channels=1, num_filters=8), [32, 48, 64], 1),
+        "VoxelMorph": (lambda: nets.VoxelMorph(spatial_dims=2, in_channels=2), [32, 48, 64], 0),
+        "FullyConnectedNet": (lambda: nets.FullyConnectedNet(8, 3, [16, 16]), [8], 0),
+        "VarFullyConnectedNet": (lambda: nets.VarFullyConnectedNet(8, 8, 4, (16,), (16,)), [8], 0),
+        "AutoencoderKL": (
+            lambda: nets.AutoencoderKL(spatial_dims=2, in_channels=1, out_channels=1, channels=(8, 8), latent_channels=2, num_res_blocks=1, norm_num_groups=4, attention_levels=(False, True)),
+            [16, 24, 32],
+            1,
+        ),
+        "DiffusionModelUNet": (
+            lambda: nets.DiffusionModelUNet(spatial_dims=2, in_channels=1, out_channels=1, channels=(8, 8), attention_levels=(False, True), num_res_blocks=1, norm_num_groups=4, num_head_channels=8),
+            [16, 24, 32],
+            -1,
+        ),
+        "PatchDiscriminator": (lambda: nets.PatchDiscriminator(spatial_dims=2, in_channels=1, channels=8, num_layers_d=2), [32, 48, 64], 1),
+        "VQVAE": (
+            lambda: nets.VQVAE(spatial_dims=2, in_channels=1, out_channels=1, channels=(8, 8), num_res_channels=8, num_res_layers=1, downsample_parameters=((2, 4, 1, 1), (2, 4, 1, 1)), upsample_parameters=((2, 4, 1, 1, 0), (2, 4, 1, 1, 0)), num_embeddings=16, embedding_dim=4),
+            [16, 24, 32],
+            1,
+        ),
+        "DAF3D": (lambda: nets.DAF3D(in_channels=1, out_channels=1), [32], 3),
+        "SEResNet50": (lambda: nets.SEResNet50(spatial_dims=2, in_channels=1, num_classes=3), [32, 48, 64], 1),
+        "AHNet": (lambda: nets.AHNet(spatial_dims=2, in_channels=1, out_channels=2, psp_block_num=0), [64, 96, 128], 1),
+        "HoVerNet": (lambda: nets.HoVerNet(in_channels=3, out_classes=2, decoder_padding=True), [64, 96, 128], 3),
+        "DecoderOnlyTransformer": (
+            lambda: nets.DecoderOnlyTransformer(num_tokens=16, max_seq_len=32, attn_layers_dim=16, attn_layers_depth=2, attn_layers_heads=2),
+            [8, 12, 16],
+            -2,
+        ),
+    }
+    ctor, sizes, chans = specs[name]
+    model = ctor()
+
+    def make(b: int, s: int):
+        if chans == 0:  # vector input (latent code / features) of a fixed width; s is its size
+            if name == "VoxelMorph":
+                return (torch.randn(b, 1, s, s), torch.randn(b, 1, s, s)), {}
+            return (torch.randn(b, s),), {}
+        if chans == -1:  # diffusion UNet: image and timesteps
+            return (torch.randn(b, 1, s, s), torch.randint(0, 100, (b,))), {}
+        if chans == -2:  # token sequence
+            return (torch.randint(0, 16, (b, s)),), {}
+        if chans == 3 and name == "DAF3D":
+            return (torch.randn(b, 1, s, s, s),), {}
+        return (torch.randn(b, chans, s, s),), {}
+
+    return Built(model, sizes, make)

@@ -1,0 +1,113 @@
+"""The pure logic of bench/recall.py: reading Dynamo's log records and matching sites to findings.
+
+No torch and no bench venv: the log texts below have the shape torch 2.13 writes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import recall_match as rm  # noqa: E402
+
+SITE = "/venv/lib/python3.11/site-packages"
+PACKAGES = ("timm", "transformers", "monai")
+
+BREAK_RECORD = f"""Graph break in user code at {SITE}/torch/nn/functional.py:10
+Graph Break Reason: Encountered graph break when attempting to trace CALL: a function call, e.g. f(x, y):
+
+Unsupported Tensor.item() call with capture_scalar_outputs=False
+  Explanation: Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.
+
+ For more details about this graph break, please visit: https://example.invalid/gb/gb0124.html
+
+User code traceback:
+  File "/work/run.py", line 16, in <module>
+    c(x)
+  File "{SITE}/timm/models/vit.py", line 120, in forward
+    x = self.blocks(x)
+        ^^^^^^^^^^^^^^
+  File "{SITE}/timm/layers/attention.py", line 77, in forward
+    scale = q.std().item()
+            ^^^^^^^^^^^^^^
+  File "{SITE}/torch/nn/functional.py", line 10, in helper
+    return t.item()
+"""
+
+RECOMPILE_RECORD = f"""Recompiling function torch_dynamo_resume_in_forward_at_10 in {SITE}/monai/networks/nets/unet.py:10
+    triggered by the following guard failure(s):
+    - 1/1: 4 <= h.size()[0]  # if h.shape[0] > 3:  # monai/networks/nets/unet.py:12 in forward (_dynamo/variables/tensor.py:2606 in evaluate_expr)
+    - 1/0: tensor 'h' size mismatch at index 0. expected 2, actual 3"""
+
+
+def test_graph_break_site_is_innermost_frame_inside_the_packages():
+    b = rm.parse_graph_break(BREAK_RECORD, [SITE], PACKAGES)
+    assert (b["path"], b["line"], b["function"]) == ("timm/layers/attention.py", 77, "forward")
+    assert b["code"] == "scale = q.std().item()"
+    assert b["reason"] == "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    assert b["gb"] == "gb0124"
+
+
+def test_graph_break_outside_the_packages_and_other_records_are_not_sites():
+    outside = BREAK_RECORD.replace(f"{SITE}/timm/", "/elsewhere/timm/")
+    assert rm.parse_graph_break(outside, [SITE], PACKAGES) is None
+    assert rm.parse_graph_break("Graph break (user stack suppressed due to duplicate)", [SITE], PACKAGES) is None
+
+
+def test_recompile_guard_with_a_package_line_and_an_input_shape_guard():
+    first, second = rm.parse_recompile(RECOMPILE_RECORD, [SITE], PACKAGES)
+    assert (first["path"], first["line"], first["kind"]) == ("monai/networks/nets/unet.py", 12, "package-line")
+    assert first["guard"] == "4 <= h.size()[0]"
+    assert first["code"] == "if h.shape[0] > 3:"
+    assert first["frame"] == "monai/networks/nets/unet.py"
+    assert (second["path"], second["kind"]) == (None, "input-shape")
+
+
+def test_recompile_kind_names_causes_without_a_package_line():
+    assert rm.recompile_kind("GLOBAL_STATE changed: grad_mode", None, PACKAGES) == "global-state"
+    assert rm.recompile_kind("L['self'].training == True", None, PACKAGES) == "training-flag"
+    mode = "self._modules['bn1'].training == True  # if self.training:  # timm/layers/norm_act.py:113 in forward"
+    assert rm.recompile_kind(mode, "timm/layers/norm_act.py", PACKAGES) == "package-line-mode-switch"
+    assert rm.recompile_kind("x  # y  # nn/modules/linear.py:1 in f", "nn/modules/linear.py", PACKAGES) == "torch-line"
+
+
+def _f(path, line, end_line, code="FL101", effects=("graph-break", "host-sync")):
+    return rm.Finding(path, line, end_line, code, frozenset(effects))
+
+
+def test_match_site_exact_then_span_then_miss():
+    findings = [_f("a.py", 10, 10), _f("a.py", 20, 23, "FL104"), _f("a.py", 30, 30, "FL201", ("recompile",))]
+    by_start, by_path = rm.index_findings(findings, rm.BREAK_EFFECTS)
+    assert rm.match_site(("a.py", 10), by_start, by_path) == ("exact", ["FL101"])
+    assert rm.match_site(("a.py", 22), by_start, by_path) == ("span", ["FL104"])
+    assert rm.match_site(("a.py", 24), by_start, by_path) == ("miss", [])
+    # a recompile-only finding never matches a break site, and another file's finding neither
+    assert rm.match_site(("a.py", 30), by_start, by_path) == ("miss", [])
+    assert rm.match_site(("b.py", 10), by_start, by_path) == ("miss", [])
+
+
+def test_score_counts_recall_and_precision_on_executed_lines():
+    findings = [
+        _f("a.py", 10, 10),  # real break, executed
+        _f("a.py", 40, 40),  # executed, no break recorded there: a false positive
+        _f("a.py", 50, 50),  # never executed: not judged
+        _f("a.py", 30, 30, "FL201", ("recompile",)),
+    ]
+    s = rm.score(
+        break_sites=[("a.py", 10), ("a.py", 11), ("a.py", 10)],
+        recompile_causes=[("a.py", 30), ("a.py", 31)],
+        executed={"a.py": {10, 11, 40}},
+        findings=findings,
+    )
+    assert (s.break_exact, s.break_sites) == (1, 2)
+    assert (s.recompile_exact, s.recompile_causes) == (1, 2)
+    assert (s.executed_break_findings_real, s.executed_break_findings) == (1, 2)
+    assert s.hits[("break", "a.py", 11)] == ("miss", [])
+
+
+def test_line_runs_round_trip():
+    lines = {1, 2, 3, 7, 9, 10}
+    runs = rm.compress_lines(lines)
+    assert runs == [[1, 3], [7, 7], [9, 10]]
+    assert rm.expand_lines(runs) == lines
