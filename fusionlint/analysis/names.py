@@ -26,8 +26,11 @@ def dotted(expr: cst.BaseExpression) -> Optional[str]:
 def resolve(expr: cst.BaseExpression, aliases: dict[str, str]) -> Optional[str]:
     """The dotted name of ``expr`` with its first component replaced through ``aliases``."""
     name = dotted(expr)
-    if name is None:
-        return None
+    return None if name is None else through_aliases(name, aliases)
+
+
+def through_aliases(name: str, aliases: dict[str, str]) -> str:
+    """``F.relu`` -> ``torch.nn.functional.relu`` when ``aliases`` maps ``F`` (libcst and ast callers)."""
     head, _, rest = name.partition(".")
     target = aliases.get(head)
     if target is None:

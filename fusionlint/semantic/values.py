@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.tensors import (
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
@@ -44,14 +45,9 @@ def dotted(node: ast.expr) -> Optional[str]:
 
 
 def resolve(node: ast.expr, aliases: dict[str, str]) -> Optional[str]:
+    """The dotted name of an ``ast`` expression, through the file's import aliases."""
     name = dotted(node)
-    if name is None:
-        return None
-    head, _, rest = name.partition(".")
-    target = aliases.get(head)
-    if target is None:
-        return name
-    return f"{target}.{rest}" if rest else target
+    return None if name is None else through_aliases(name, aliases)
 
 
 class LocalValues:
