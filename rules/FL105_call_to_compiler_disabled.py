@@ -272,15 +272,7 @@ GB0148 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0148.html
         return False
 
     def _method_disabled(self, method: str, ctx) -> bool:
-        cls = ctx.cls
-        seen = set()
-        while cls is not None and cls.name not in seen:
-            seen.add(cls.name)
-            fn = cls.methods.get(method)
-            if fn is not None:
-                return self._decorated(fn)
-            cls = next((ctx.file.classes[b] for b in cls.bases if b in ctx.file.classes), None)
-        return False
+        return self._class_method_disabled(ctx.cls, method, ctx)
 
 
 def _init_values(cls) -> dict[str, cst.BaseExpression]:

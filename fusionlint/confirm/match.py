@@ -278,10 +278,7 @@ def runtime_break_findings(
     if not worker.get("ok"):
         return []
     m, note = effective(worker)
-    claimed: dict[str, set] = {}
-    for f in covered:
-        if Effect.GRAPH_BREAK in tuple(Effect(e) for e in f.effects):
-            claimed.setdefault(abs_path(f.path, root), set()).update(range(f.line, f.end_line + 1))
+    claimed = _claimed_lines(covered, Effect.GRAPH_BREAK, root)
     out = []
     for site in m.get("break_sites") or []:
         gb, file, line, reason = site[:4]
@@ -385,10 +382,7 @@ def runtime_recompile_findings(
     if not worker.get("ok"):
         return []
     m, note = effective(worker)
-    claimed: dict[str, set] = {}
-    for f in covered:
-        if Effect.RECOMPILE in tuple(Effect(e) for e in f.effects):
-            claimed.setdefault(abs_path(f.path, root), set()).update(range(f.line, f.end_line + 1))
+    claimed = _claimed_lines(covered, Effect.RECOMPILE, root)
     module_claims = any(Effect.RECOMPILE in tuple(Effect(e) for e in f.effects) for f in unit_findings)
     out = []
     for site in recompile_sites(m, swept=worker.get("exercise") == "batch-sweep"):
@@ -443,3 +437,12 @@ def better(a: Optional[dict], b: Optional[dict]) -> Optional[dict]:
     if b is None:
         return a
     return a if _RANK.get(a.get("status"), 0) >= _RANK.get(b.get("status"), 0) else b
+
+
+def _claimed_lines(findings, effect: Effect, root) -> dict[str, set]:
+    """File -> the lines that findings claiming ``effect`` span (a measured site there is explained)."""
+    claimed: dict[str, set] = {}
+    for f in findings:
+        if effect in tuple(Effect(e) for e in f.effects):
+            claimed.setdefault(abs_path(f.path, root), set()).update(range(f.line, f.end_line + 1))
+    return claimed
