@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from fusionlint import config as config_mod
 from fusionlint import torch_target
@@ -98,7 +98,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         out.result.paths.append(str(path.resolve()))
     torch_version = torch_target.resolve(settings.target_torch)
     out.result.target_torch = torch_target.format_version(torch_version)
-    engine = Engine(rules, project, _semantic_model(sources, settings), target_torch=torch_version)
+    engine = Engine(rules, project, _semantic_model(sources, settings, paths), target_torch=torch_version)
     may_write = _WritableArea(paths, settings.root)
     # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
     # collector from re-scanning them at every collection of the libcst trees (measured on timm:
@@ -118,15 +118,15 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     return out
 
 
-def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Settings) -> Project:
-    """The project model over every Python file under the root, not only the linted ones: a linted
+def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Settings, paths: Sequence[str] = ()) -> Project:
+    """The project model over every Python file of the project, not only the linted ones: a linted
     file's answers must not depend on which other files were named (pre-commit names staged files)."""
     model = Project()
     for path, shown, text, _ in sources:
         model.add(shown, path, text)
     try:
         everything, _ = discover(
-            [settings.root], root=settings.root, exclude=settings.exclude,
+            index_scope(paths, settings), root=settings.root, exclude=settings.exclude,
             extend_exclude=settings.extend_exclude, respect_gitignore=settings.respect_gitignore,
         )
     except (OSError, ValueError, UsageError):  # an unreadable root: the linted files alone
@@ -141,6 +141,28 @@ def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Setting
             continue  # not linted, so not this run's error
         model.add(shown, path, text)
     return model
+
+
+def index_scope(paths: Sequence[str], settings: Settings) -> list[Path]:
+    """What the project model indexes besides the linted files.
+
+    With a ``pyproject.toml`` the project is its directory. Without one the root is only the current
+    directory, which may be a home directory or /tmp: walking all of it would index unrelated code
+    (and take minutes), so the scope is then what was named — directories as given, and for a named
+    file the Python files beside it (its helpers), not its directory's subtree."""
+    if settings.config_path is not None:
+        return [settings.root]
+    scope: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            scope.append(path)
+        elif path.parent.is_dir():
+            try:
+                scope.extend(sorted(p for p in path.parent.iterdir() if p.suffix == ".py" and p.is_file()))
+            except OSError:
+                continue
+    return scope
 
 
 @dataclass

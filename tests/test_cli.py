@@ -337,3 +337,15 @@ def test_rules_listing():
 def test_version():
     result = CliRunner().invoke(main, ["--version"])
     assert result.exit_code == 0 and "fusionlint" in result.output
+
+
+def test_python_dash_m_runs_the_same_cli(tmp_path):
+    """`python -m fusionlint` is the same command line as the script (exit code and output)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "m.py"
+    bad.write_text("import torch\n\n@torch.compile\ndef f(x):\n    return x.item()\n")
+    proc = subprocess.run([sys.executable, "-m", "fusionlint", "check", str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "FL101" in proc.stdout

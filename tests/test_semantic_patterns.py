@@ -44,7 +44,8 @@ def _dedent(text: str) -> str:
 
 
 def lint(root: Path, *paths: str, select: str = "ALL"):
-    settings = Settings(root=root, select=select.split(","))
+    # the project has a pyproject.toml, so the whole root is indexed (as the CLI's settings say)
+    settings = Settings(root=root, config_path=root / "pyproject.toml", select=select.split(","))
     outcome = run([str(root / p) for p in paths] or [str(root)], settings)
     assert not outcome.internal_errors, outcome.internal_errors
     assert not outcome.result.errors, outcome.result.errors
@@ -380,3 +381,22 @@ def test_function_compiled_inside_main_is_linted(tmp_path):
             return fast(torch.ones(3))
         """})
     assert at(lint(root), "FL101") == [("train.py", 4)]
+
+
+def test_without_a_config_file_only_what_was_named_is_indexed(tmp_path, monkeypatch):
+    """No pyproject.toml: the root is just the current directory (perhaps $HOME), so the model
+    indexes the named directories and a named file's neighbours, not the whole directory tree."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "net.py").write_text(HEAD + "class Net(nn.Module):\n    def forward(self, x):\n        return x\n")
+    (tmp_path / "proj" / "helpers.py").write_text("def f(x):\n    return x\n")
+    (tmp_path / "proj" / "sub").mkdir()
+    (tmp_path / "proj" / "sub" / "deep.py").write_text("X = 1\n")
+    (tmp_path / "unrelated").mkdir()
+    (tmp_path / "unrelated" / "other.py").write_text("Y = 2\n")
+    monkeypatch.chdir(tmp_path)
+    from fusionlint.runner import index_scope
+    settings = Settings(root=tmp_path)
+    assert index_scope(["proj/net.py"], settings) == [Path("proj/helpers.py"), Path("proj/net.py")]
+    assert index_scope(["proj"], settings) == [Path("proj")]
+    with_config = Settings(root=tmp_path, config_path=tmp_path / "pyproject.toml")
+    assert index_scope(["proj/net.py"], with_config) == [tmp_path]
