@@ -183,3 +183,78 @@ def test_report_links_rule_codes_to_the_configured_docs(tmp_path):
     page = render_report(result, units, root=tmp_path, docs_url="https://docs.example/rules/{code}")
     assert '<a href="https://docs.example/rules/FL101">FL101</a>' in page
     assert "<a href" not in render_report(result, units, root=tmp_path)
+
+
+# ---------------------------------------------------------------------------- a 700 px wide window
+# Appended to a copy of the page (the report itself has no script): opens every <details>, then
+# writes what the layout measured into <body data-*> for --dump-dom to return.
+_LAYOUT_PROBE = """<script>
+addEventListener('load', () => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const root = document.documentElement;
+  let legend = 0;
+  document.querySelectorAll('svg.staircase').forEach(svg => {
+    const width = svg.viewBox.baseVal.width;
+    svg.querySelectorAll('text').forEach(t => { const b = t.getBBox(); legend = Math.max(legend, b.x + b.width - width); });
+  });
+  document.body.dataset.scrollWidth = root.scrollWidth;
+  document.body.dataset.clientWidth = root.clientWidth;
+  document.body.dataset.svgTextPastEdge = Math.ceil(legend);
+});
+</script>"""
+
+
+def layout_at(page: Path, tmp_path: Path, width: int) -> dict:
+    probe = tmp_path / f"probe-{width}.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", _LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    proc = subprocess.run(
+        [chromium(), *CHROME_FLAGS, f"--user-data-dir={tmp_path / 'chrome-layout'}", f"--window-size={width},2000",
+         "--dump-dom", probe.resolve().as_uri()],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = _Elements()
+    dom.feed(proc.stdout)
+    (body,) = dom.having("body")
+    return {k: int(body[f"data-{k}"]) for k in ("scroll-width", "client-width", "svg-text-past-edge")}
+
+
+def _long_names(tmp_path: Path):
+    """The synthetic report with what real runs produce: a 270-character Triton kernel name, a guard
+    on a deep attribute path, a break in a helper under long directory names, a long source line."""
+    result, units = _synthetic(tmp_path)
+    meas = units[0].worker["measurement"]
+    src = tmp_path / "model.py"
+    kernel = "triton_per_fused__softmax_add_clamp_div_mul_native_layer_norm_neg_sub_sum_transpose_view_" * 3
+    meas["kernel_names_compiled"] = {kernel: 32, "aten::mm": 64}
+    meas["kernel_names_eager"] = {kernel: 1}
+    guard = "___as_tensor(self.blocks[0].attention.threshold_schedule.current_value_for_this_step).item() == 4.660326739534949"
+    meas["recompile_events"] = [
+        {"guard": guard * 2, "frames": [[str(src), 8, "forward"]], "function": [str(src), 6, "forward"]},
+        {"guard": "x", "frames": [], "function": [None, None, None]},
+    ]
+    deep = tmp_path / ("a_directory_name_without_any_break_" * 4)
+    deep.mkdir()
+    helper = deep / "helpers_with_a_long_file_name.py"
+    helper.write_text("\n\n\n\n    if x.max() > 1: y = scaled_dot_product_attention(query_states_projected_with_a_long_name, key_states)\n")
+    meas["break_sites"].append(["GB0170", str(helper), 5, "Data-dependent branching " + "x" * 200,
+                                [[str(src), 7, "forward"], [str(helper), 5, "clip"]]])
+    meas["compiles_per_call"] = [1] * 200
+    meas["timeline"]["compiled"] = [[kernel, float(i), 0.5] for i in range(1234)]  # a four-digit legend
+    src.write_text(src.read_text() + "        return scaled_dot_product_attention(" + "query_states_projected, " * 8 + "v)\n")
+    units[0].unit.findings[0].message = "`.item()` " + "averyverylongwordwithoutspaces" * 6
+    return result, units
+
+
+def test_report_fits_a_700px_window(tmp_path):
+    """No horizontal scroll at 700 px: long kernel names, guards, paths and break reasons wrap inside
+    their box, the source scrolls inside its own, and the staircase's legend stays inside the SVG."""
+    result, units = _long_names(tmp_path)
+    page = tmp_path / "report.html"
+    page.write_text(render_report(result, units, root=tmp_path), encoding="utf-8")
+    text = page.read_text()
+    assert "no source location" in text and ":None" not in text  # the recompile torch gave no place for
+    layout = layout_at(page, tmp_path, 700)
+    assert 600 < layout["client-width"] <= 700, layout  # the window size took (less a scroll bar)
+    assert layout["scroll-width"] <= layout["client-width"], layout
+    assert layout["svg-text-past-edge"] <= 0, layout

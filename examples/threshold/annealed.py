@@ -2,14 +2,14 @@
 
 from torch import nn
 
-from examples.threshold._block import LAYERS, Block, inputs
+from examples.threshold._block import SMALL, Block, inputs
 
 
 class Model(nn.Module):
-    def __init__(self):
+    def __init__(self, size=SMALL):
         super().__init__()
         self.threshold = 5.0
-        self.blocks = nn.ModuleList(Block(lambda blk, s: self.threshold) for _ in range(LAYERS))
+        self.blocks = nn.ModuleList(Block(lambda blk, s: self.threshold, size.dim) for _ in range(size.layers))
 
     def forward(self, x):
         self.threshold = max(1.0, self.threshold * 0.99)
@@ -22,6 +22,6 @@ def example_inputs():
     return inputs()
 
 
-def exercise(model, call):
+def exercise(model, call, size=SMALL):
     for _ in range(12):
-        call(*inputs())
+        call(*inputs(size))

@@ -2,7 +2,7 @@
 
 from torch import nn
 
-from examples.threshold._block import LAYERS, Block, inputs
+from examples.threshold._block import SMALL, Block, inputs
 
 
 def std_bound(blk, scores):
@@ -10,9 +10,9 @@ def std_bound(blk, scores):
 
 
 class Model(nn.Module):
-    def __init__(self):
+    def __init__(self, size=SMALL):
         super().__init__()
-        self.blocks = nn.ModuleList(Block(std_bound) for _ in range(LAYERS))
+        self.blocks = nn.ModuleList(Block(std_bound, size.dim) for _ in range(size.layers))
 
     def forward(self, x):
         for blk in self.blocks:

@@ -46,7 +46,10 @@ svg.staircase { background: #fff; border: 1px solid var(--line); max-width: 100%
 .callout { border-left: 4px solid var(--bad); background: #ffebe9; padding: 6px 10px; margin: 8px 0; }
 table.numbers { max-width: 100%; }
 table.numbers td { overflow-wrap: anywhere; }
-code.src { font: 12.5px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; padding: 0 4px; }
+code.src { font: 12.5px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; padding: 0 4px; white-space: pre-wrap; }
+/* Kernel names, paths, guards and break reasons are long unbroken words: they wrap inside their box
+   so that the page fits a 700 px window (the module's source scrolls inside its own box instead). */
+header p, section.module h2, .example, .reason, .callout, figcaption, ul.loose li, code.src, pre.source .note { overflow-wrap: anywhere; }
 @media (max-width: 760px) { main { padding: 10px 8px; } header { padding: 10px 8px; } section.module { padding: 8px; } }
 svg.staircase text { font: 11px system-ui, sans-serif; fill: #1f2328; }
 svg.staircase .eager { stroke: var(--eager); }
@@ -85,7 +88,7 @@ def staircase_svg(timeline: Optional[dict], *, width: int = 640, height: int = 2
     series = [(mode, timeline.get(mode) or []) for mode in ("eager", "compiled")]
     if not any(points for _, points in series):
         return '<p class="reason">No launch timeline (the module did not run in both modes).</p>'
-    pad_l, pad_r, pad_t, pad_b = 44, 110, 12, 30
+    pad_l, pad_r, pad_t, pad_b = 44, 130, 12, 30  # pad_r: room for the legend ("compiled: 1234")
     w, h = width - pad_l - pad_r, height - pad_t - pad_b
     t_max = max((s + d) for _, pts in series for _, s, d in pts) or 1.0
     n_max = max(len(pts) for _, pts in series) or 1
@@ -179,11 +182,13 @@ def _line_text(path: Optional[str], line: Optional[int]) -> str:
 
 
 def _where(path: Optional[str], line: Optional[int], root: Path) -> str:
+    if not path:
+        return "no source location"  # torch gave none (e.g. a guard past the recompile limit)
     try:
-        shown = os.path.relpath(os.path.realpath(path), os.path.realpath(root)) if path else "?"
+        shown = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
     except ValueError:
         shown = str(path)
-    return f"{shown}:{line}"
+    return shown if line is None else f"{shown}:{line}"
 
 
 def _slower_callout(m: dict) -> str:

@@ -1,0 +1,18 @@
+"""Threshold: computed from the scores with `.item()`.
+
+The issue's reference size (32 layers, batch 8 × 128 tokens × 512); the module is
+``examples/threshold/from_item.py``'s; only the size differs. Meant for a GPU:
+``fusionlint check examples/threshold_reference --confirm-on-gpu --report report.html``.
+"""
+
+from examples.threshold import from_item
+from examples.threshold._block import REFERENCE, inputs
+
+
+class Model(from_item.Model):
+    def __init__(self):
+        super().__init__(REFERENCE)
+
+
+def example_inputs():
+    return inputs(REFERENCE)
