@@ -33,6 +33,9 @@ class ClassInfo:
     buffers: set[str] = field(default_factory=set)
     tensor_attrs: set[str] = field(default_factory=set)  # self.x = torch.ones(...) in __init__
     submodules: dict[str, str] = field(default_factory=dict)  # attr -> constructor qualname
+    # attr -> {constructor qualname: "path:line"} for every module the class, a base or a subclass (any
+    # file) assigns to it: a base's forward calls whatever a subclass's __init__ put there (project model)
+    submodule_ctors: dict[str, dict[str, str]] = field(default_factory=dict)
     # attr -> [(method name, Assign/AugAssign node)] for writes to self.<attr>
     self_attr_writes: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
 

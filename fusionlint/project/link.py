@@ -25,6 +25,9 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
         if info.kind is None:
             info.kind = model.class_kind(summary, cls)
         for attr, facts in model.attributes(summary, cls).items():
+            for owner, fact in facts:
+                if fact.kind in _MODULE_KINDS and fact.ctor:
+                    info.submodule_ctors.setdefault(attr, {}).setdefault(fact.ctor, f"{owner.path}:{fact.line}")
             if attr in info.submodules or attr in info.params or attr in info.buffers or attr in info.tensor_attrs:
                 continue  # the class's own __init__ said what it is
             for _, fact in facts:

@@ -1,0 +1,168 @@
+"""Break sites the recall bench (bench/recall.py) recorded on real models and the static pass missed,
+each reduced to a small project in the real package's layout, with a near-miss that must stay silent.
+
+The effects were measured on torch 2.13.0 CPU (backend "eager", ``torch._dynamo.explain``); the rule
+docs quote them.
+"""
+
+from __future__ import annotations
+
+from tests.test_semantic_patterns import HEAD, at, lint, project
+
+
+# transformers/models/led/modeling_led.py:1328 `logger.warning_once(` (GB0291)
+TRANSFORMERS_LOGGING = """
+    import functools
+    import logging
+
+    def get_logger(name):
+        return logging.getLogger(name)
+
+    @functools.lru_cache(None)
+    def warning_once(self, *args, **kwargs):
+        self.warning(*args, **kwargs)
+
+    logging.Logger.warning_once = warning_once
+    """
+
+
+def test_warning_once_on_a_transformers_logger_breaks(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/utils/__init__.py": "",
+        "tfm/utils/logging.py": TRANSFORMERS_LOGGING,
+        "tfm/models/led.py": HEAD + """
+            from ..utils import logging
+
+            logger = logging.get_logger(__name__)
+
+            class Encoder(nn.Module):
+                def forward(self, x, attention_window: int = 4):
+                    padding_len = (attention_window - x.shape[1] % attention_window) % attention_window
+                    if padding_len > 0:
+                        logger.warning_once(f"padded by {padding_len}")
+                    return x
+            """,
+    })
+    found = lint(root, "tfm/models/led.py")
+    assert at(found, "FL104") == [("tfm/models/led.py", 11)]
+    assert "warning_once" in next(f.message for f in found if f.code == "FL104")
+
+
+def test_warning_once_outside_compiled_code_or_on_another_object_is_silent(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/utils/__init__.py": "",
+        "tfm/utils/logging.py": TRANSFORMERS_LOGGING,
+        "tfm/models/led.py": HEAD + """
+            from ..utils import logging
+
+            logger = logging.get_logger(__name__)
+
+            def load(path):
+                logger.warning_once("slow path")  # not compiled: the loader runs eagerly
+
+            class Encoder(nn.Module):
+                def __init__(self, reporter):
+                    super().__init__()
+                    self.reporter = reporter
+                    logger.warning_once("built")  # __init__ is not traced
+
+                def forward(self, x):
+                    self.reporter.warning_once("x")  # not a logger
+                    return x
+            """,
+    })
+    assert at(lint(root), "FL104") == []
+
+
+# monai/networks/nets/basic_unet.py:161 `torch.jit.isinstance` (GB0007)
+def test_torch_jit_isinstance_in_forward_breaks(tmp_path):
+    root = project(tmp_path, {"unet.py": HEAD + """
+        class UpCat(nn.Module):
+            def forward(self, x, x_e=None):
+                if x_e is not None and torch.jit.isinstance(x_e, torch.Tensor):
+                    x = torch.cat([x_e, x], dim=1)
+                return x
+        """})
+    found = lint(root)
+    assert at(found, "FL112") == [("unet.py", 5)]
+
+
+def test_builtin_isinstance_and_jit_isinstance_outside_compiled_code_are_silent(tmp_path):
+    root = project(tmp_path, {"unet.py": HEAD + """
+        def check(x):
+            return torch.jit.isinstance(x, torch.Tensor)  # never reached from compiled code
+
+        class UpCat(nn.Module):
+            def forward(self, x, x_e=None):
+                if x_e is not None and isinstance(x_e, torch.Tensor):
+                    x = torch.cat([x_e, x], dim=1)
+                return x
+        """})
+    assert at(lint(root), "FL112") == []
+
+
+# timm/models/sequencer.py:137 `v, _ = self.rnn_v(v)` (GB0014): the base's own __init__ makes the
+# attribute an identity module; the subclass's __init__ replaces it with nn.LSTM, under a condition
+SEQUENCER_BASE = HEAD + """
+    class RNNIdentity(nn.Module):
+        def forward(self, x):
+            return x, None
+
+    class RNN2dBase(nn.Module):
+        def __init__(self, input_size, hidden_size):
+            super().__init__()
+            self.with_vertical = True
+            self.rnn_v = RNNIdentity()
+
+        def forward(self, x):
+            B, H, W, C = x.shape
+            if self.with_vertical:
+                v = x.permute(0, 2, 1, 3).reshape(-1, H, C)
+                v, _ = self.rnn_v(v)
+                x = v.reshape(B, W, H, -1).permute(0, 2, 1, 3)
+            return x
+    """
+
+
+def test_lstm_assigned_by_a_subclass_over_a_base_default(tmp_path):
+    root = project(tmp_path, {
+        "seq/__init__.py": "",
+        "seq/base.py": SEQUENCER_BASE,
+        "seq/lstm.py": """
+            from torch import nn
+            from .base import RNN2dBase
+
+            class LSTM2d(RNN2dBase):
+                def __init__(self, input_size, hidden_size):
+                    super().__init__(input_size, hidden_size)
+                    if self.with_vertical:
+                        self.rnn_v = nn.LSTM(input_size, hidden_size, batch_first=True)
+            """,
+    })
+    found = lint(root, "seq/base.py")
+    assert at(found, "FL107") == [("seq/base.py", 17)]
+    assert "seq/lstm.py:8" in next(f.message for f in found if f.code == "FL107")
+
+
+def test_subclass_assigning_a_traceable_module_or_an_unrelated_class_lstm_is_silent(tmp_path):
+    root = project(tmp_path, {
+        "seq/__init__.py": "",
+        "seq/base.py": SEQUENCER_BASE,
+        "seq/other.py": """
+            from torch import nn
+            from .base import RNN2dBase
+
+            class Cell2d(RNN2dBase):
+                def __init__(self, input_size, hidden_size):
+                    super().__init__(input_size, hidden_size)
+                    self.rnn_v = nn.LSTMCell(input_size, hidden_size)
+
+            class Unrelated(nn.Module):  # same attribute name, not in RNN2dBase's hierarchy
+                def __init__(self):
+                    super().__init__()
+                    self.rnn_v = nn.LSTM(8, 8)
+            """,
+    })
+    assert at(lint(root), "FL107") == []
