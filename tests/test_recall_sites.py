@@ -166,3 +166,133 @@ def test_subclass_assigning_a_traceable_module_or_an_unrelated_class_lstm_is_sil
             """,
     })
     assert at(lint(root), "FL107") == []
+
+
+# interprocedural values: a helper's return value flows back to its call site
+def test_a_helper_returning_a_tensor_makes_its_result_a_tensor(tmp_path):
+    root = project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/masks.py": """
+            import torch
+
+            def lengths_of(mask):
+                return mask.sum(-1)
+            """,
+        "pkg/net.py": HEAD + """
+            from .masks import lengths_of
+
+            class Net(nn.Module):
+                def _scores(self, x):
+                    return x.mean(-1)
+
+                def forward(self, x, mask):
+                    lens = lengths_of(mask)
+                    top = self._scores(x)
+                    return x[:, : int(lens.max())] * float(top[0])
+            """,
+    })
+    found = lint(root, "pkg/net.py")
+    assert at(found, "FL101") == [("pkg/net.py", 12), ("pkg/net.py", 12)]
+
+
+def test_a_helper_returning_a_python_value_or_a_tuple_is_not_a_tensor(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+        def pad_amount(n, window):
+            return (window - n % window) % window
+
+        class Net(nn.Module):
+            def _sizes(self, x):
+                if x.dim() == 3:
+                    return x, None
+                return x.mean(-1)
+
+            def forward(self, x):
+                pad = pad_amount(x.shape[1], 8)
+                sizes = self._sizes(x)
+                return x[:, : int(pad)], float(sizes[0])
+        """})
+    assert at(lint(root), "FL101") == []
+
+
+# functools.partial and functions handed to another call are traced in the caller's context
+def test_partial_and_a_function_passed_as_argument_are_compiled_helpers(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+        import functools
+
+        def scale_by_max(x, eps):
+            return x / x.abs().max().item() + eps
+
+        def row_sum(x):
+            return x.sum(-1).tolist()
+
+        def apply(fn, x):
+            return fn(x)
+
+        class Net(nn.Module):
+            def forward(self, x):
+                f = functools.partial(scale_by_max, eps=1e-6)
+                y = f(x)
+                return apply(row_sum, y)
+        """})
+    found = lint(root)
+    assert sorted(at(found, "FL101")) == [("net.py", 6), ("net.py", 9)]
+
+
+def test_functions_referenced_only_outside_compiled_code_or_in_isinstance_are_not_compiled(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+        import functools
+
+        def stats(x):
+            return x.abs().max().item()
+
+        REPORT = functools.partial(stats)
+
+        class Net(nn.Module):
+            def forward(self, x):
+                if callable(stats):
+                    x = x + 1
+                return x
+
+        def train(model, x):
+            return list(map(stats, [model(x)]))
+        """})
+    assert at(lint(root), "FL101") == []
+
+
+# guards: isinstance / is None decide a name inside the code they guard
+def test_isinstance_tensor_guard_makes_a_helper_parameter_a_tensor_in_its_branch(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+        def to_count(n):
+            if isinstance(n, torch.Tensor):
+                n = int(n)
+            return n
+
+        def halve(t):
+            return t // 2 if torch.is_tensor(t) and bool(t > 0) else t
+
+        class Net(nn.Module):
+            def forward(self, x, **options):  # what `options` holds is not visible: the guards decide
+                return x[: to_count(options["n"])] * halve(options["k"])
+        """})
+    assert sorted(at(lint(root), "FL101")) == [("net.py", 5), ("net.py", 9)]
+
+
+def test_guards_that_rule_out_a_tensor_silence_the_read(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Net(nn.Module):
+            def forward(self, x, n, scale=None, mask=None):
+                shape = x.shape
+                if isinstance(shape, torch.Tensor):  # dead: a torch.Size is never a tensor
+                    shape = shape.tolist()
+                if isinstance(n, int):
+                    n = torch.arange(n)
+                elif isinstance(n, (float, bool)):
+                    x = x * float(n)
+                if not isinstance(scale, torch.Tensor):
+                    scale = float(scale or 1.0)
+                if mask is None:
+                    return x * scale
+                return x * mask
+        """})
+    found = lint(root)
+    assert at(found, "FL101") == [], [(f.code, f.line, f.message) for f in found]

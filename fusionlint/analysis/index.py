@@ -56,6 +56,8 @@ class FunctionInfo:
     # parameters the project model knows to be tensors beyond the entry-point defaults, with why
     # ("passed from Net.forward at models/net.py:12"): see fusionlint.project.model
     tensor_params: dict[str, str] = field(default_factory=dict)
+    # callees as written ("self.embed", "norm_rows") whose project function returns a tensor (project model)
+    tensor_calls: frozenset[str] = frozenset()
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.analysis.bindings.bindings(node), computed lazily
 

@@ -50,6 +50,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
             fn.frames, fn.kind = facts.frames, facts.kind
         entry_reason = f"parameter of {facts.chain}"
         fn.tensor_params = {n: why for n, why in facts.tensor_params.items() if why != entry_reason}
+        fn.tensor_calls = facts.tensor_calls
     # nested functions are traced with their parent
     for fn in index.functions.values():
         if fn.frames is None:
