@@ -296,3 +296,22 @@ def test_guards_that_rule_out_a_tensor_silence_the_read(tmp_path):
         """})
     found = lint(root)
     assert at(found, "FL101") == [], [(f.code, f.line, f.message) for f in found]
+
+
+def test_a_guard_ends_where_a_nested_block_rebinds_the_name(tmp_path):
+    # transformers t5: `if position_bias is None:` ... `position_bias = torch.zeros(...)` inside an
+    # inner `if`, then `position_bias.requires_grad = True` (GB0206): the new value is a tensor
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Attn(nn.Module):
+            def forward(self, x, position_bias=None, counts: list[int] | torch.Tensor | None = None):
+                if position_bias is None:
+                    if not self.training:
+                        position_bias = torch.zeros(x.shape[-1])
+                        position_bias.requires_grad = True
+                if isinstance(counts, torch.Tensor):
+                    counts = counts.tolist()
+                return x + position_bias
+        """})
+    found = lint(root)
+    assert at(found, "FL112") == [("net.py", 8)]
+    assert at(found, "FL101") == [("net.py", 10)]

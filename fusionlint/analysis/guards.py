@@ -115,14 +115,37 @@ def _region(region: cst.CSTNode, name: str) -> Iterator[cst.Name]:
     """The reads of ``name`` in a guarded block, up to and including the statement that rebinds it."""
     if isinstance(region, (cst.IndentedBlock, cst.SimpleStatementSuite)):
         for stmt in region.body:
-            yield from _names_in(stmt, name)
-            if _rebinds(stmt, name):
-                return
+            if not _rebinds(stmt, name):
+                yield from _names_in(stmt, name)
+                continue
+            if isinstance(stmt, cst.BaseCompoundStatement):
+                # the rebinding is inside: its blocks are guarded up to their own rebinding, and the
+                # statements after it may see the new value
+                yield from _compound(stmt, name)
+            else:
+                yield from _names_in(stmt, name)
+            return
         return
     if isinstance(region, cst.Else):
         yield from _region(region.body, name)
         return
     yield from _names_in(region, name)  # an expression, or an elif (If) node
+
+
+def _compound(stmt: cst.BaseCompoundStatement, name: str) -> Iterator[cst.Name]:
+    """Reads of ``name`` in a compound statement that rebinds it somewhere inside."""
+    if isinstance(stmt, (cst.If, cst.While)):
+        yield from _names_in(stmt.test, name)
+        yield from _region(stmt.body, name)
+        if stmt.orelse is not None:
+            orelse = stmt.orelse
+            if isinstance(orelse, cst.If):
+                yield from _compound(orelse, name)
+            else:
+                yield from _region(orelse.body, name)
+    elif isinstance(stmt, cst.Try):
+        yield from _region(stmt.body, name)
+    # for / with / def / class rebinding it: nothing more is claimed
 
 
 def narrowed(fn: cst.FunctionDef, aliases: dict[str, str], blocked: frozenset[str]) -> dict[cst.Name, str]:

@@ -389,7 +389,10 @@ class TensorFacts:
         of itself, does not count)."""
         fn = self.fn.node
         params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
-        out = {p.name.value for p in params if _annotation_says_tensor(p.annotation) is False}
+        out = {
+            p.name.value for p in params  # `n: list[int] | torch.Tensor` may be a tensor: not dead
+            if _annotation_says_tensor(p.annotation) is False and "Tensor" not in cst.Module([]).code_for_node(p.annotation.annotation)
+        }
         python: set[str] = set()
         other: set[str] = {p.name.value for p in params}
         for target, value in self._pairs:
