@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fusionlint.analysis.bindings import sole_value
+from fusionlint.analysis.guards import PYTHON
 from fusionlint.rule import Effect, Invalid, Rule
 
 _METHODS = {"item": "GB0124", "tolist": "GB0109"}
@@ -202,6 +203,9 @@ def _surely_python(expr: cst.BaseExpression, ctx) -> bool:
     """Provably not a tensor nor a numpy value: a literal, a container display, a Python number attribute."""
     if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Dict, cst.Tuple, cst.Set)):
         return True
+    if isinstance(expr, cst.Name):
+        facts = ctx.facts()  # `if isinstance(v, (int, float)): v.item()` cannot be reached with a tensor
+        return facts is not None and facts.guarded(expr) == PYTHON
     if isinstance(expr, cst.Call) and (ctx.qualname(expr.func) or "").startswith(("numpy.", "math.")):
         return not _numpy_of_tensor(expr, ctx)  # `np.float32(2.0).item()`: a constant Dynamo folds
     attr = expr.attr.value if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self" else None

@@ -23,8 +23,9 @@ class SideEffectInCompiledCode(Rule):
     docs = """
 ## What it does
 Flags calls with side effects that Dynamo does not trace, in code that `torch.compile` traces:
-`print`, `logging.<level>(...)`, methods of loggers created with `logging.getLogger` in the same
-file (`logger.info`, `self.log.debug`, `logger.isEnabledFor`, ...), `time.time`/`perf_counter`/
+`print`, `logging.<level>(...)`, any method of a logger created with `logging.getLogger` (or Hugging
+Face's `logging.get_logger`) in the same file (`logger.info`, `self.log.debug`, `logger.isEnabledFor`,
+transformers' `logger.warning_once`, ...), `time.time`/`perf_counter`/
 `monotonic`/`time_ns`/`perf_counter_ns`/`process_time`, `warnings.warn`, `sys.stdout.write`/
 `sys.stderr.write`, `breakpoint()`, `pdb.set_trace()` and `torch.cuda.synchronize()`. Calls
 already guarded by `if not torch.compiler.is_compiling():` are not flagged.
@@ -39,6 +40,7 @@ runs the call eagerly and resumes tracing in a new graph. Measured with torch 2.
 |---|---|---|
 | `print("dbg", h.shape)`, `breakpoint()` | GB0059 "Failed to trace builtin operator" | 3 |
 | `logger.info(...)`, `logger.debug(...)`, `logger.error(...)`, `logger.isEnabledFor(...)` | GB0291 "logging.Logger method not supported" | 3 |
+| `logger.warning_once(...)` (patched onto `Logger` as transformers does, `lru_cache`d), `logger.setLevel(...)`, `logger.getEffectiveLevel()` | GB0291 | 2 (backend "eager", one call after `x.relu()`) |
 | `logging.info(...)`, `logging.warning(...)`, `logging.debug(...)` | GB4841 | 3 |
 | `time.time()`, `perf_counter()`, `monotonic()`, `time_ns()`, `perf_counter_ns()`, `process_time()` | GB0007 "call to a skipped function" | 3 |
 | `warnings.warn(...)`, `pdb.set_trace()` | GB0007 | 3 |
@@ -100,6 +102,10 @@ GB0156 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0156.html
         # `time` imported from another library is not the time module
         "import torch\nfrom torch import nn\nfrom mylib import time\nclass M(nn.Module):\n"
         "    def forward(self, x):\n        return x * time.scale()\n",
+        # `warning_once` on an object that is not a logger (no getLogger/get_logger behind it)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, reporter):\n"
+        "        super().__init__()\n        self.reporter = reporter\n    def forward(self, x):\n"
+        "        self.reporter.warning_once('x')\n        return x * 2\n",
         # inside an autograd.Function the finding belongs to FL108
         "import torch\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
         "        print('fwd')\n        return x * 2\n    @staticmethod\n    def backward(ctx, g):\n        return g * 2\n",
@@ -139,6 +145,13 @@ GB0156 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0156.html
             "        return y\n",
             line=6,
             count=2,
+        ),
+        # transformers' logger: any Logger method breaks, `warning_once` included
+        Invalid(
+            "import torch\nfrom torch import nn\nfrom transformers.utils import logging\n"
+            "logger = logging.get_logger(__name__)\nclass M(nn.Module):\n    def forward(self, x, pad: int):\n"
+            "        if pad > 0:\n            logger.warning_once(f'padded by {pad}')\n        return x\n",
+            line=8,
         ),
         # in a helper reached from forward
         Invalid(

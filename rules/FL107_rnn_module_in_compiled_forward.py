@@ -125,7 +125,15 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
         if cls is None:
             return
         attr = target.attr.value
-        kind = _rnn_kind(cls.submodules.get(attr, ""))
+        kind, where_assigned = _rnn_kind(cls.submodules.get(attr, "")), ""
+        if kind is None:
+            # a base's forward calling what a subclass's __init__ (maybe in another file) makes an RNN:
+            # timm's Sequencer2d sets `self.rnn_v = RNNIdentity()` in RNN2dBase and nn.LSTM in LSTM2d
+            for ctor, at in cls.submodule_ctors.get(attr, {}).items():
+                kind = _rnn_kind(ctor)
+                if kind is not None:
+                    where_assigned = f" (assigned at {at})"
+                    break
         if kind is None:
             return
         where = (
@@ -135,6 +143,6 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
         )
         ctx.report(
             node,
-            f"`self.{attr}` is an nn.{kind}: Dynamo does not trace it (\"Attempted to wrap RNN, GRU, or LSTM\", "
+            f"`self.{attr}` is an nn.{kind}{where_assigned}: Dynamo does not trace it (\"Attempted to wrap RNN, GRU, or LSTM\", "
             f"GB0014); {where}",
         )

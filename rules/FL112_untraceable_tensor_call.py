@@ -45,9 +45,9 @@ class UntraceableTensorCall(Rule):
     effects = (Effect.GRAPH_BREAK,)
     triggers = (
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
-        "Parameter", "repr(",
+        "Parameter", "repr(", "jit.isinstance", "torch.jit import",
     )
-    gb_ids = ("GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
+    gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
               "GB0206", "GB0225", "GB0264", "GB0569")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
@@ -55,7 +55,7 @@ class UntraceableTensorCall(Rule):
 Flags, in code that `torch.compile` traces, tensor methods and torch calls that Dynamo does not
 trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `t.requires_grad =
 ...`, `t.resize_(...)`, `t.resize_as_(...)`, `t.random_(...)`, `t.share_memory_()`,
-`t.retain_grad()`, `t.backward()`, `repr(t)`, `torch.is_inference_mode_enabled()`,
+`t.retain_grad()`, `t.backward()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
 `nn.Parameter(...)` and torch factory functions called with `requires_grad=True`.
 
 ## Why is this bad?
@@ -66,6 +66,7 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 |---|---|
 | `t.is_inference()` | GB0045 |
 | `torch.is_inference_mode_enabled()` | GB0046 |
+| `torch.jit.isinstance(t, torch.Tensor)`, `torch.jit.isinstance([1], List[int])` | GB0007 "Attempted to call function marked as skipped" |
 | `t.requires_grad_()` on an intermediate / on an input | GB8985 / GB0125 |
 | `t.requires_grad = True` | GB0206 |
 | `t.resize_(32)`, `t.resize_as_(other)` | GB0126, GB0127 |
@@ -77,7 +78,8 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
 
-`t.requires_grad_(False)` and `torch.zeros(8, requires_grad=False)` do not break (measured). The
+`t.requires_grad_(False)`, `torch.zeros(8, requires_grad=False)`, the builtin `isinstance(t, torch.Tensor)`,
+`torch.jit.is_scripting()` and `torch.jit.annotate(...)` do not break (measured). The
 fixture (`fixtures/FL112_untraceable_tensor_call`, Linear → relu → `* torch.ones(32,
 requires_grad=True)` → Linear → sigmoid) shows 1 break site at the factory call and 2 compiled
 regions per forward; with the gate as an `nn.Parameter` made in `__init__`, no break and 1 region.
@@ -100,7 +102,8 @@ def forward(self, x):
     h = self.a(x).relu()
     return self.b(h * self.gate)
 ```
-Call `backward()`, `retain_grad()` and `share_memory_()` outside the compiled function.
+Call `backward()`, `retain_grad()` and `share_memory_()` outside the compiled function. Replace
+`torch.jit.isinstance(x, torch.Tensor)` with the builtin `isinstance(x, torch.Tensor)`.
 
 ## Fix safety
 No automatic fix: the replacement depends on what the call was for.
@@ -119,6 +122,10 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
         "        self.w = nn.Parameter(torch.ones(8))\n\n    def forward(self, x):\n        return x * self.w\n",
         # backward in the training loop
         "import torch\n\ndef train_step(model, x):\n    loss = model(x).sum()\n    loss.backward()\n    return loss\n",
+        # the builtin isinstance and torch.jit.is_scripting() trace (measured)
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x, e=None):\n"
+        "        if e is not None and isinstance(e, torch.Tensor) and not torch.jit.is_scripting():\n"
+        "            x = x + e\n        return x\n",
         # a method of a non-tensor object with the same name
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        self.sched.random_(3)\n        return x\n",
@@ -127,6 +134,13 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
         Invalid(
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        gate = torch.ones(x.shape[-1], requires_grad=True)\n        return x * gate\n",
+            line=6,
+        ),
+        # MONAI's basic_unet: `torch.jit.isinstance` behind an `is not None` test
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x, x_e=None):\n"
+            "        if x_e is not None and torch.jit.isinstance(x_e, torch.Tensor):\n            x = x + x_e\n"
+            "        return x\n",
             line=6,
         ),
         Invalid(
@@ -159,6 +173,13 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
         qual = ctx.qualname(func) or ""
+        if qual == "torch.jit.isinstance":
+            ctx.report(
+                node,
+                "`torch.jit.isinstance(...)` in compiled code: Dynamo skips this TorchScript helper: graph break "
+                "(GB0007); use the builtin `isinstance` under torch.compile",
+            )
+            return
         if qual == "torch.is_inference_mode_enabled":
             ctx.report(node, "`torch.is_inference_mode_enabled()` in compiled code: Dynamo does not trace it: graph break (GB0046)")
             return

@@ -33,6 +33,9 @@ class ClassInfo:
     buffers: set[str] = field(default_factory=set)
     tensor_attrs: set[str] = field(default_factory=set)  # self.x = torch.ones(...) in __init__
     submodules: dict[str, str] = field(default_factory=dict)  # attr -> constructor qualname
+    # attr -> {constructor qualname: "path:line"} for every module the class, a base or a subclass (any
+    # file) assigns to it: a base's forward calls whatever a subclass's __init__ put there (project model)
+    submodule_ctors: dict[str, dict[str, str]] = field(default_factory=dict)
     # attr -> [(method name, Assign/AugAssign node)] for writes to self.<attr>
     self_attr_writes: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
 
@@ -53,6 +56,8 @@ class FunctionInfo:
     # parameters the project model knows to be tensors beyond the entry-point defaults, with why
     # ("passed from Net.forward at models/net.py:12"): see fusionlint.project.model
     tensor_params: dict[str, str] = field(default_factory=dict)
+    # callees as written ("self.embed", "norm_rows") whose project function returns a tensor (project model)
+    tensor_calls: frozenset[str] = frozenset()
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.analysis.bindings.bindings(node), computed lazily
 

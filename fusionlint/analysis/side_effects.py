@@ -30,14 +30,20 @@ for _fn in _TIME:
 _LOG_FUNCS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log")
 for _fn in _LOG_FUNCS:
     _CALLS[f"logging.{_fn}"] = ("GB4841", "guard it with `if not torch.compiler.is_compiling():` or log outside forward")
-# Methods of logging.Logger that break (GB0291, measured: info, debug, error, isEnabledFor).
-_LOGGER_METHODS = frozenset(_LOG_FUNCS) | {"isEnabledFor"}
+# Any method called on a logging.Logger breaks (GB0291): Dynamo's logger variable refuses every
+# method, not only the logging ones. Measured on torch 2.13.0 CPU: info, warning, debug, error,
+# isEnabledFor, setLevel, getEffectiveLevel, and methods patched onto Logger the way transformers
+# adds `warning_once` (an lru_cache'd function) and `warning_advice` (a plain one).
 _IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
 
 
 def _is_logger_factory(qual: str) -> bool:
     """``logging.getLogger`` and the Hugging Face ``...utils.logging.get_logger`` (returns a std Logger)."""
     return qual == "logging.getLogger" or qual.endswith("logging.get_logger")
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    return expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
 
 
 def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
@@ -68,7 +74,7 @@ class SideEffectChecker:
         if qual in _CALLS:
             gb, advice = _CALLS[qual]
             return f"{qual}()", gb, advice
-        if isinstance(func, cst.Attribute) and func.attr.value in _LOGGER_METHODS:
+        if isinstance(func, cst.Attribute):
             receiver = func.value
             names, attrs = self.loggers(ctx)
             is_logger = (
@@ -79,7 +85,12 @@ class SideEffectChecker:
                     and receiver.value.value == "self"
                     and receiver.attr.value in attrs
                 )
-                or (isinstance(receiver, cst.Call) and _is_logger_factory(ctx.qualname(receiver.func) or ""))
+                or (
+                    isinstance(receiver, cst.Call)
+                    and isinstance(receiver.func, (cst.Attribute, cst.Name))
+                    and _last_name(receiver.func) in ("getLogger", "get_logger")
+                    and _is_logger_factory(ctx.qualname(receiver.func) or "")
+                )
             )
             if is_logger:
                 label = f"{ctx.code(receiver).strip()}.{func.attr.value}()"

@@ -13,9 +13,10 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.guards import TENSOR, narrowed
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.literals import int_literal
-from fusionlint.analysis.names import resolve
+from fusionlint.analysis.names import dotted, resolve
 from fusionlint.analysis.walk import iter_nodes
 
 # Tensor methods/attributes whose result is not a tensor.
@@ -171,6 +172,8 @@ class TensorFacts:
         # subscripts took 10.7 CPU-s.
         self._tensor_memo: dict[cst.CSTNode, bool] = {}
         self._sequence_memo: dict[cst.CSTNode, bool] = {}
+        self._guards: Optional[dict[cst.Name, str]] = None  # reads an isinstance/is None guard decides
+        self._pairs: list = []
         self._params()
         self._assignments()
         self._not_tensors_by_use()
@@ -372,9 +375,43 @@ class TensorFacts:
     def _torch_name(self, expr: cst.BaseExpression) -> bool:
         return (resolve(expr, self.aliases) or "") == "torch"
 
+    # -- guards ------------------------------------------------------------------------------------
+    def guarded(self, name: cst.Name) -> Optional[str]:
+        """What a guard around this read says (``guards.TENSOR``/``NOT_TENSOR``/``PYTHON``), or None."""
+        if self._guards is None:
+            self._guards = narrowed(self.fn.node, self.aliases, self._shape_like_names())
+        return self._guards.get(name)
+
+    def _shape_like_names(self) -> frozenset[str]:
+        """Names that are never tensors, so an ``isinstance(name, torch.Tensor)`` branch is dead: a
+        parameter annotated as something else (``size: int``), or a local whose every binding is a
+        shape, a size or a Python number (``shape = x.shape``; ``shape = shape.tolist()``, a conversion
+        of itself, does not count)."""
+        fn = self.fn.node
+        params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+        out = {
+            p.name.value for p in params  # `n: list[int] | torch.Tensor` may be a tensor: not dead
+            if _annotation_says_tensor(p.annotation) is False and "Tensor" not in cst.Module([]).code_for_node(p.annotation.annotation)
+        }
+        python: set[str] = set()
+        other: set[str] = {p.name.value for p in params}
+        for target, value in self._pairs:
+            names = [target] if isinstance(target, cst.Name) else (
+                [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [])
+            attrs = {id(a.attr) for a in (value, *iter_nodes(value, (cst.Attribute,))) if isinstance(a, cst.Attribute)}
+            reads = {n.value for n in iter_nodes(value, (cst.Name,)) if id(n) not in attrs}
+            for n in names:
+                if not isinstance(n, cst.Name) or n.value in reads:
+                    continue
+                (python if _python_valued(value) else other).add(n.value)
+        return frozenset(out | (python - other))
+
     # -- the predicate ---------------------------------------------------------------------------
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
+            guard = self.guarded(expr)
+            if guard is not None:
+                return guard == TENSOR
             return expr.value in self.names
         known = self._tensor_memo.get(expr)
         if known is None:
@@ -420,6 +457,10 @@ class TensorFacts:
 
     def _call_is_tensor(self, call: cst.Call) -> bool:
         func = call.func
+        if self.fn.tensor_calls and isinstance(func, (cst.Name, cst.Attribute)):
+            written = dotted(func)
+            if written is not None and written in self.fn.tensor_calls:
+                return True  # a project helper that returns a tensor (fusionlint.project.model)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = func.value
@@ -444,6 +485,25 @@ class TensorFacts:
         if qual == "torch.nonzero" and _as_tuple(call):
             return False
         return torch_call_returns_tensor(qual)
+
+
+_PYTHON_BUILTINS = frozenset({"int", "float", "bool", "str", "len", "list", "tuple", "dict", "range", "round"})
+
+
+def _python_valued(value: cst.BaseExpression) -> bool:
+    """``x.shape``, ``x.shape[1]``, ``x.size(0)``, ``len(xs)``, ``int(n)``, ``8``, ``[...]``: not a tensor."""
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple, cst.Dict)):
+        return True
+    if isinstance(value, cst.Subscript):
+        return _python_valued(value.value)
+    if isinstance(value, cst.Attribute):
+        return value.attr.value in NON_TENSOR_ATTRS
+    if isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute):
+            return func.attr.value in NON_TENSOR_METHODS
+        return isinstance(func, cst.Name) and func.value in _PYTHON_BUILTINS
+    return False
 
 
 def _first_item(sub: cst.Subscript) -> bool:

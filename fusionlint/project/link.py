@@ -25,6 +25,9 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
         if info.kind is None:
             info.kind = model.class_kind(summary, cls)
         for attr, facts in model.attributes(summary, cls).items():
+            for owner, fact in facts:
+                if fact.kind in _MODULE_KINDS and fact.ctor:
+                    info.submodule_ctors.setdefault(attr, {}).setdefault(fact.ctor, f"{owner.path}:{fact.line}")
             if attr in info.submodules or attr in info.params or attr in info.buffers or attr in info.tensor_attrs:
                 continue  # the class's own __init__ said what it is
             for _, fact in facts:
@@ -47,6 +50,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
             fn.frames, fn.kind = facts.frames, facts.kind
         entry_reason = f"parameter of {facts.chain}"
         fn.tensor_params = {n: why for n, why in facts.tensor_params.items() if why != entry_reason}
+        fn.tensor_calls = facts.tensor_calls
     # nested functions are traced with their parent
     for fn in index.functions.values():
         if fn.frames is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
+from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.project.summary import AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, summarize
 from fusionlint.semantic.values import TENSOR, Value
@@ -40,6 +41,8 @@ class FunctionFacts:
     frames: tuple[str, ...]  # the call chain that makes torch.compile trace it: ("Net.forward", "self.mix")
     kind: str  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper"
     tensor_params: dict[str, str] = field(default_factory=dict)  # name -> why it is a tensor
+    # callees as written ("self.embed", "helpers.norm") whose project function returns a tensor
+    tensor_calls: frozenset[str] = frozenset()
 
     @property
     def chain(self) -> str:
@@ -285,16 +288,34 @@ class _Propagation:
     def __init__(self, project: Project) -> None:
         self.p = project
         self.facts: dict[tuple[str, str], FunctionFacts] = {}
+        self.where: dict[tuple[str, str], tuple[FileSummary, FunctionSummary]] = {}
         self.queue: deque[tuple[FileSummary, FunctionSummary]] = deque()
+        self.returns: set[tuple[str, str]] = set()  # compiled functions that return a tensor
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
         for summary in list(self.p.files.values()):
             self._entries(summary)
         steps = 0
-        while self.queue and steps < 200_000:
-            steps += 1
-            summary, fn = self.queue.popleft()
-            self._calls(summary, fn)
+        # Returns flow back to call sites, which may make more arguments tensors, which may make more
+        # returns tensors: a few rounds (each one re-reads only functions that use a call's result).
+        for _ in range(4):
+            while self.queue and steps < 200_000:
+                steps += 1
+                summary, fn = self.queue.popleft()
+                self._calls(summary, fn)
+            new = {
+                key for key, (summary, fn) in self.where.items()
+                if key not in self.returns and fn.returns
+                and all(self._tensor(value, summary, fn, self.facts[key]) for value in fn.returns)
+            }
+            if not new:
+                break
+            self.returns |= new
+            self.queue.extend(w for w in self.where.values() if _uses_call_results(w[1]))
+        for key, (summary, fn) in self.where.items():
+            self.facts[key].tensor_calls = frozenset(
+                site.written for site in fn.calls if site.written and self._call_returns_tensor(summary, fn, site)
+            )
         return self.facts
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
@@ -304,6 +325,7 @@ class _Propagation:
         if key in self.facts:
             return self.facts[key]
         facts = self.facts[key] = FunctionFacts(frames, kind)
+        self.where[key] = (summary, fn)
         if kind != "helper":
             facts.tensor_params.update(_entry_params(fn, facts.chain, kind))
         self.queue.append((summary, fn))
@@ -418,14 +440,40 @@ class _Propagation:
             if what == "param":
                 if name in facts.tensor_params:
                     return True
+            elif what == "call":
+                how = "dotted" if "." in name else "name"
+                target = through_aliases(name, summary.aliases) if how == "dotted" else name
+                if self._call_returns_tensor(summary, fn, CallSite(how, target, [], {}, 0)):
+                    return True
             elif fn.cls is not None and fn.cls in summary.classes:
                 cls = summary.classes[fn.cls]
+                if what == "self-call" and self.p.method(summary, cls, name) is not None:
+                    if self._call_returns_tensor(summary, fn, CallSite("self", name, [], {}, 0)):
+                        return True
+                    continue
                 attrs = self.p.attributes(summary, cls).get(name, ())
                 if what == "self-attr" and any(f.kind in _TENSOR_ATTR_KINDS for _, f in attrs):
                     return True
-                if what == "self-call" and name not in cls.methods and any(_module_fact(self.p, o, f) for o, f in attrs):
+                if what == "self-call" and any(_module_fact(self.p, o, f) for o, f in attrs):
                     return True
         return False
+
+    def _call_returns_tensor(self, summary: FileSummary, fn: FunctionSummary, site: CallSite) -> bool:
+        """Does the project function this call reaches return a tensor (as far as the rounds so far know)?"""
+        if not self.returns:
+            return False
+        found = self._callee(summary, fn, site)
+        return found is not None and (found[0].module, found[1].qualname) in self.returns
+
+
+def _uses_call_results(fn: FunctionSummary) -> bool:
+    """Does a call site or a return of ``fn`` use the result of another call (which may now be a tensor)?"""
+    def uses(value) -> bool:
+        return value is not None and any(atom != TENSOR and atom[0] in ("call", "self-call") for atom in value)
+
+    return any(uses(v) for v in fn.returns) or any(
+        any(uses(v) for v in site.args) or any(uses(v) for v in site.kwargs.values()) for site in fn.calls
+    )
 
 
 def _module_fact(project: Project, owner: FileSummary, fact: AttrFact) -> bool:

@@ -42,10 +42,11 @@ class Param:
 @dataclass
 class CallSite:
     how: str  # "self" | "super" | "name" | "dotted" | "self-attr"
-    target: str  # method / attribute / name / dotted name as written
+    target: str  # method / attribute / name / dotted name (resolved through the imports)
     args: list[Optional[Value]]  # None for *args
     kwargs: dict[str, Value]
     line: int
+    written: str = ""  # the callee as written: "self.m", "helper", "helpers.norm" (what the libcst side sees)
 
 
 @dataclass
@@ -70,6 +71,9 @@ class FunctionSummary:
     calls: list[CallSite]
     tensor_uses: frozenset[str]  # names called with a method only tensors have (`lens.any()`)
     line: int
+    # the value of each `return <expr>`: it returns a tensor when every one is a tensor (a forward that
+    # returns `x` on one path and a tuple or ModelOutput on another does not count)
+    returns: tuple[Value, ...] = ()
 
 
 @dataclass
@@ -193,6 +197,7 @@ class _Summarizer:
         static = "staticmethod" in decorators
         body_nodes: list[ast.AST] = []
         calls: list[ast.Call] = []
+        returns: list[ast.expr] = []
         uses: set[str] = set()
         nested: list = []
         stack: list[ast.AST] = list(node.body)
@@ -214,13 +219,17 @@ class _Summarizer:
                 body_nodes.append(n)
             elif isinstance(n, (ast.Import, ast.ImportFrom)):
                 self._import(n)
+            elif isinstance(n, ast.Return) and n.value is not None:
+                returns.append(n.value)
             stack.extend(ast.iter_child_nodes(n))
         names = [p.name for p in params] + ([args.vararg.arg] if args.vararg else [])
         values = function_values(node, names, aliases, body_nodes)
         sites = [s for s in (self._site(c, values) for c in calls) if s is not None]
+        sites += [s for s in (self._reference(c, values) for c in calls) if s is not None]
+        returned = tuple(values.of(value) for value in returns)
         info = FunctionSummary(
             qual, node.name, cls.name if cls else None, parent, params, args.vararg.arg if args.vararg else None,
-            static, decorators, sites, frozenset(uses), node.lineno,
+            static, decorators, sites, frozenset(uses), node.lineno, returned,
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
@@ -252,7 +261,30 @@ class _Summarizer:
             return None
         args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else values.of(a) for a in call.args]
         kwargs = {k.arg: values.of(k.value) for k in call.keywords if k.arg is not None}
-        return CallSite(how, target, args, kwargs, call.lineno)
+        return CallSite(how, target, args, kwargs, call.lineno, dotted(func) or "")
+
+    def _reference(self, call: ast.Call, values: LocalValues) -> Optional[CallSite]:
+        """A function handed to a call rather than called: ``functools.partial(f, a)`` (a call of ``f``
+        with ``a`` first) or ``run(self.block, x)`` / ``checkpoint(fn, x)`` (``fn`` is traced when the
+        callee calls it; its arguments are not known here). Dynamo traces it in the caller's context."""
+        if not call.args:
+            return None
+        if isinstance(call.func, ast.Name) and call.func.id in _BUILTIN_CALLS and call.func.id != "map":
+            return None  # isinstance(self.norm, ...), getattr(self.cfg, ...): the object is not called
+        first = call.args[0]
+        partial = (resolve(call.func, self.out.aliases) or "") == "functools.partial"
+        if isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name) and first.value.id == "self":
+            how, target = "self", first.attr
+        elif isinstance(first, ast.Name) and first.id not in values.env and first.id not in _BUILTIN_CALLS:
+            how, target = "name", first.id
+        else:
+            return None
+        if partial:
+            args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else values.of(a) for a in call.args[1:]]
+            kwargs = {k.arg: values.of(k.value) for k in call.keywords if k.arg is not None}
+        else:
+            args, kwargs = [], {}
+        return CallSite(how, target, args, kwargs, call.lineno, "")
 
     def _attr_facts(self, cls: ClassSummary, method: str, body_nodes, calls, values: LocalValues) -> None:
         for n in body_nodes:

@@ -5,7 +5,9 @@ A value is a frozenset of *atoms*; it may be a tensor when any atom resolves to 
 - ``TENSOR``: a tensor by its own form (``torch.zeros(...)``, ``x.view(...)`` of a tensor...);
 - ``("param", name)``: whatever the parameter ``name`` holds (decided by the callers, interprocedurally);
 - ``("self-call", attr)``: the result of ``self.attr(...)`` (a tensor when ``attr`` is a submodule);
-- ``("self-attr", attr)``: ``self.attr`` (a tensor when it is a parameter, buffer or tensor attribute).
+- ``("self-attr", attr)``: ``self.attr`` (a tensor when it is a parameter, buffer or tensor attribute);
+- ``("call", name)``: the result of ``name(...)`` / ``mod.name(...)`` as written (a tensor when the
+  project function it resolves to returns one).
 
 The empty set means "not known to be a tensor": Python numbers, shapes, strings, lists, ``None``,
 results of unknown calls. Values are computed once per function when its file is summarised and
@@ -28,6 +30,12 @@ from fusionlint.analysis.tensors import (
 )
 
 TENSOR = "tensor"
+# builtins whose result is never a project function's return value
+_BUILTINS = frozenset(
+    {"len", "range", "isinstance", "int", "float", "bool", "str", "tuple", "list", "dict", "set", "zip", "enumerate",
+     "getattr", "hasattr", "max", "min", "sum", "abs", "round", "any", "all", "map", "sorted", "super", "type",
+     "iter", "next", "reversed", "repr", "id", "callable", "divmod", "pow", "format", "vars", "print"}
+)
 Value = frozenset
 NOTHING: Value = frozenset()
 _TENSOR_VALUE: Value = frozenset({TENSOR})
@@ -128,6 +136,10 @@ class LocalValues:
         qual = resolve(func, self.aliases)
         if qual is not None and torch_call_returns_tensor(qual):
             return _TENSOR_VALUE
+        written = dotted(func)
+        if written is not None and written.split(".", 1)[0] not in self.env and written not in _BUILTINS:
+            # a helper's result: the project model decides from what the helper returns
+            return frozenset({("call", written)})
         return NOTHING
 
 
