@@ -6,12 +6,14 @@ never traces (configuration classes, weight initialisation, utilities). The proj
 ``ast``) already knows which functions are compiled, so a top-level ``def``/``class`` is *blanked*
 (each of its lines becomes an empty line with its own line ending) when all of these hold:
 
-- the project model marks none of its functions compiled, and it defines no ``forward``/``backward``
-  (the per-file pass's entry points) and holds no ``compile`` (``@torch.compile``, ``torch.compile(f)``);
-- its name is not an identifier anywhere in the kept text (closed to a fixpoint): whatever the rules
-  look up by name in the file (a same-file base class, a helper a compiled function calls, a
-  ``torch.compiler.disable``'d function, a context-manager class, a checkpointed function, a
-  duplicate definition that ``setdefault`` would keep first) stays;
+- the project model marks none of its functions compiled, it is not a class defining ``forward``/
+  ``backward`` (the per-file pass's entry points), and it uses no name bound to ``compile``
+  (``@torch.compile``, ``torch.compile(f)``, ``from torch import compile as tc``);
+- its name is not used by the kept code (an identifier of CPython's tree: a name, attribute,
+  import, parameter or definition), closed to a fixpoint: whatever the rules look up by name in the
+  file (a same-file base class, a helper a compiled function calls, a ``torch.compiler.disable``'d
+  function, a context-manager class, a checkpointed function, a second definition of a name, which
+  ``setdefault`` would keep first) stays;
 - it holds no ``import`` (the file's aliases are collected from everywhere) and none of the
   triggers of an active rule that looks at the whole file (``scope = "file"``).
 
