@@ -55,11 +55,19 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=0, help="print N findings per rule for inspection")
     parser.add_argument("--json", type=Path, default=None, help="write every finding to this JSON file (to diff runs)")
     parser.add_argument("--jobs", type=int, default=1, help="static-pass worker processes (default 1: CPU per line)")
+    parser.add_argument("--full-parse", action="store_true", help="give libcst every file whole (no sparse parse)")
     args = parser.parse_args()
     roots = args.corpus or fetch()
 
     from fusionlint.config import Settings
     from fusionlint.runner import RunOptions, run
+
+    if args.full_parse:
+        import functools
+
+        from fusionlint import engine, runner
+
+        runner.Engine = functools.partial(engine.Engine, sparse=False)
 
     settings = Settings(root=Path.cwd(), select=args.select.split(",") if args.select else None)
     lines = sum(p.read_bytes().count(b"\n") for root in roots for p in root.rglob("*.py"))
@@ -85,11 +93,13 @@ def main() -> int:
         print(f"error: {err.path}: {err.message}", file=sys.stderr)
     if args.json:
         rows = [
-            {"path": f.path, "line": f.line, "column": f.column, "code": f.code, "message": f.message,
-             "context": f.context}
+            {"path": f.path, "line": f.line, "column": f.column, "end_line": f.end_line, "end_column": f.end_column,
+             "code": f.code, "message": f.message, "context": f.context, "effects": [str(e) for e in f.effects], "severity": str(f.severity), "chain": list(f.chain or ()),
+             "fix": None if f.fix is None else [str(f.fix.applicability), f.fix.title, [[e.line, e.column, e.end_line, e.end_column, e.content, e.original] for e in f.fix.edits]]}
             for f in result.findings
         ]
-        args.json.write_text(json.dumps({"lines": lines, "cpu_s": cpu, "findings": rows}, indent=1))
+        errors = [[e.path, e.message, e.line, e.column] for e in result.errors]
+        args.json.write_text(json.dumps({"lines": lines, "cpu_s": cpu, "findings": rows, "errors": errors}, indent=1))
     if args.show:
         shown = collections.Counter()
         for f in result.findings:

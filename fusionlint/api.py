@@ -75,14 +75,20 @@ class Linter:
     ``project.update_file`` by whoever owns the project (the CLI's runner, the language server).
     """
 
-    def __init__(self, settings: Settings, project: Optional[ProjectIndex] = None, model: Optional[Project] = None) -> None:
+    def __init__(
+        self, settings: Settings, project: Optional[ProjectIndex] = None, model: Optional[Project] = None, *, memo: bool = False
+    ) -> None:
         from fusionlint.runner import enabled_rules  # raises ConfigError for unknown codes
 
         self.settings = settings
         self.project = project if project is not None else ProjectIndex()
         # the semantic model (cross-file classes, calls, tensor arguments); whoever owns the project
         # adds the other files to it as to ``project``
-        self.engine = Engine(enabled_rules(settings), self.project, model)
+        # memo: keep findings per group of definitions between calls, so that linting the same
+        # file again after a small edit re-lints only what the edit can change (fusionlint.incremental)
+        if model is None:
+            model = Project(keep_units=memo)
+        self.engine = Engine(enabled_rules(settings), self.project, model, memo=memo)
 
     def shown_path(self, path: Optional[str | Path]) -> str:
         """The root-relative POSIX path that findings, messages and per-file-ignores use."""

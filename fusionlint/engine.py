@@ -22,7 +22,10 @@ from fusionlint.analysis.context import NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
 from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
-from fusionlint.precheck import Rejection, check_source, syntax_error
+from fusionlint.outline import Outline
+from fusionlint.precheck import Rejection, check_outline, judge_outline, syntax_error
+from fusionlint import sparse as sparse_mod
+from fusionlint.incremental import GroupMemo
 from fusionlint.positions import Positions
 from fusionlint.project.link import apply_project
 from fusionlint.project.model import Project
@@ -61,8 +64,14 @@ class Engine:
         project: Optional[ProjectIndex] = None,
         model: Optional[Project] = None,
         target_torch: Optional[tuple[int, int]] = None,
+        sparse: bool = True,
+        memo: bool = False,
     ) -> None:
         self.rules = list(rules)
+        # parse only what a finding can come from or depend on (fusionlint.sparse); False: the whole file
+        self.sparse = sparse
+        # an editor's engine: findings kept per group of definitions, a keystroke re-lints one group
+        self.memo = GroupMemo() if memo else None
         self.project = project if project is not None else ProjectIndex()
         # the cross-file semantic model; a file it has not seen (or whose text changed) is added
         self.model = model if model is not None else Project()
@@ -85,31 +94,90 @@ class Engine:
         self.model.add(path, None, source)
         rules = self._screen(source, path)
         if not rules:
-            # No rule can fire, so skip libcst and the depth check; CPython's parser still reports syntax errors.
+            # No rule can fire, so skip libcst and the depth check; CPython's parser still reports
+            # syntax errors (the project model's summary of this very text says it parsed).
+            summary = self.model.files.get(path)
+            if summary is not None and summary.text_hash == hash(source):
+                return FileLint()
             return FileLint(error=_file_error(path, syntax_error(source, path)))
-        rejected = check_source(source, path)
-        if rejected is not None:
-            return FileLint(error=_file_error(path, rejected))
+        outline = self._outline(source, path)
+        if isinstance(outline, Rejection):
+            return FileLint(error=_file_error(path, outline))
+        if self.memo is not None:
+            done = self.memo.lint(self, source, path, rules, outline)
+            if done is not None:
+                return done
+        plan = self._plan(source, outline, path, rules)
+        if plan is not None:
+            done = self._lint_parsed(plan.text, source, path, rules, plan)
+            if done is not None:
+                return done
+        done = self._lint_parsed(source, source, path, rules, None)
+        assert done is not None
+        return done
+
+    def _outline(self, source: str, path: str) -> "Outline | Rejection":
+        """The file's outline from the project model's own CPython parse, else from a parse here."""
+        summary = self.model.files.get(path)
+        if summary is not None and summary.outline is not None and summary.text_hash == hash(source):
+            return judge_outline(summary.outline, source)
+        return check_outline(source, path)
+
+    def _plan(self, source: str, outline: "Outline", path: str, rules: list[type[Rule]]) -> Optional[sparse_mod.SparsePlan]:
+        if not self.sparse:
+            return None
+        file_rules = [r for r in rules if r.scope != "compiled"]
+        if any(not r.triggers for r in file_rules):  # looks at every node of the file: nothing can be left out
+            return None
+        return sparse_mod.plan(source, outline, self.model, path, [t for r in file_rules for t in r.triggers])
+
+    def _lint_parsed(
+        self,
+        text: str,
+        source: str,
+        path: str,
+        rules: list[type[Rule]],
+        plan: Optional[sparse_mod.SparsePlan],
+        *,
+        project=None,
+        keep_context: bool = False,
+    ):
+        """Lint ``text`` (``source`` itself, or its sparse form under ``plan``); None when the sparse
+        form cannot answer exactly as the full text would (the caller lints the full text).
+        ``keep_context``: (FileLint, the rules' context) instead (fusionlint.incremental)."""
         try:
-            module = cst.parse_module(source)
+            module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:  # CPython accepted it: a construct libcst does not know
+            if plan is not None:
+                return None
             return FileLint(error=FileError(path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1))
         except (RecursionError, MemoryError) as exc:
+            if plan is not None:
+                return None
             return FileLint(error=FileError(path, f"cannot parse: {type(exc).__name__}"))
+        if plan is not None and module.default_indent != plan.default_indent:
+            return None  # fix texts are indented with it
         try:
-            reports, crashes = self._run_rules(module, rules, path)
+            reports, crashes, ctx = self._run_rules(module, rules, path, sparse=plan is not None, project=project)
         except RecursionError:  # indexing the file (not a rule): the depth limit should prevent it
+            if plan is not None:
+                return None
             return FileLint(error=FileError(path, "too deeply nested to analyse (Python's recursion limit)"))
+        if plan is not None and (crashes or not sparse_mod.still_exact(plan, ctx)):
+            return None
         if not reports and not crashes:
-            return FileLint()
+            return (FileLint(), ctx) if keep_context else FileLint()
         try:
             positions = Positions(module)
         except RecursionError:
+            if plan is not None:
+                return None
             return FileLint(error=FileError(path, "too deeply nested to analyse (Python's recursion limit)"))
         findings = self._to_findings(module, positions, reports, path)
         suppressions = Suppressions.from_source(source)
         kept = [f for f in findings if not suppressions.is_suppressed(f.code, f.line, f.end_line)]
-        return FileLint(kept, rule_errors=[_crash_error(positions, crash, path) for crash in crashes])
+        result = FileLint(kept, rule_errors=[_crash_error(positions, crash, path) for crash in crashes])
+        return (result, ctx) if keep_context else result
 
     def _screen(self, source: str, path: str = "") -> list[type[Rule]]:
         """Rules that could fire on this text at all, judged before parsing."""
@@ -126,12 +194,16 @@ class Engine:
             out.append(rule)
         return out
 
-    def _run_rules(self, module: cst.Module, rules: list[type[Rule]], path: str) -> tuple[list[Report], list[_RuleCrash]]:
+    def _run_rules(
+        self, module: cst.Module, rules: list[type[Rule]], path: str, sparse: bool = False, project=None
+    ) -> tuple[list[Report], list[_RuleCrash], RuleContext]:
+        project = project if project is not None else self.project
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
         index = Collector(wanted).collect(module)
-        mark_compiled(index, self.project)
+        mark_compiled(index, project)
         apply_project(index, self.model, path)
-        ctx = RuleContext(module, index, self.project, path, torch_version=self.target_torch)
+        context = sparse_mod.SparseContext if sparse else RuleContext
+        ctx = context(module, index, project, path, torch_version=self.target_torch)
         crashes: list[_RuleCrash] = []
         for rule_cls in rules:
             node: Optional[cst.CSTNode] = None
@@ -148,7 +220,7 @@ class Engine:
                         handler(rec.node, ctx)
             except Exception as exc:  # a bug in this rule: it loses this file, the other rules do not
                 crashes.append(_RuleCrash(rule_cls, node, exc))
-        return ctx.reports, crashes
+        return ctx.reports, crashes, ctx
 
     def _to_findings(self, module: cst.Module, positions, reports: list[Report], path: str) -> list[Finding]:
         seen: set[tuple] = set()

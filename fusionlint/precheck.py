@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from fusionlint.outline import Outline, outline_of
+
 # Deepest nesting of the CPython syntax tree that fusionlint analyses. Real code stays far below
 # it: the deepest of the 3,216 files of timm 1.0.31 + transformers 5.24.0 nests 28 levels, the
 # deepest fixture or example 12, fusionlint's own sources 18 (measured with ``tree_shape``).
@@ -111,15 +113,31 @@ def check_source(source: str, path: str, *, max_depth: int = MAX_DEPTH, max_node
     if shape.nodes > max_nodes:
         return Rejection(f"too large to analyse (more than {max_nodes:,} syntax nodes, the limit)")
     if shape.depth > max_depth:
-        line, column = _position(source, deepest)
+        line, column = _position(source, getattr(deepest, "lineno", None), getattr(deepest, "col_offset", None))
         return Rejection(f"too deeply nested to analyse (depth {shape.depth}, limit {max_depth})", line, column)
     return None
 
 
-def _position(source: str, node: ast.AST) -> tuple[Optional[int], Optional[int]]:
-    """1-based line and code-point column of ``node`` (``ast`` counts columns in UTF-8 bytes)."""
-    line = getattr(node, "lineno", None)
-    offset = getattr(node, "col_offset", None)
+def check_outline(source: str, path: str) -> "Outline | Rejection":
+    """``check_source``, giving the file's outline (``fusionlint.outline``) when it passes."""
+    tree = _parse(source, path)
+    if isinstance(tree, Rejection):
+        return tree
+    return judge_outline(outline_of(tree, source, MAX_NODES), source)
+
+
+def judge_outline(outline: Outline, source: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> "Outline | Rejection":
+    """The outline of a file CPython parsed, or why libcst may not have it (too deep, too big)."""
+    if outline.nodes > max_nodes:
+        return Rejection(f"too large to analyse (more than {max_nodes:,} syntax nodes, the limit)")
+    if outline.depth > max_depth:
+        line, column = _position(source, *outline.deepest)
+        return Rejection(f"too deeply nested to analyse (depth {outline.depth}, limit {max_depth})", line, column)
+    return outline
+
+
+def _position(source: str, line: Optional[int], offset: Optional[int]) -> tuple[Optional[int], Optional[int]]:
+    """1-based line and code-point column of a node at ``line``/``offset`` (``ast`` counts columns in UTF-8 bytes)."""
     if line is None or offset is None:
         return line, None
     lines = _LINE_BREAK.split(source, maxsplit=line)

@@ -39,7 +39,8 @@ class Project:
     config_path: Optional[Path]
     overrides: dict
     index: ProjectIndex = field(default_factory=ProjectIndex)
-    model: SemanticProject = field(default_factory=SemanticProject)  # kept across config reloads, like index
+    # kept across config reloads, like index; a changed buffer is re-summarised per changed definition
+    model: SemanticProject = field(default_factory=lambda: SemanticProject(keep_units=True))
     linter: Optional[Linter] = None
     error: Optional[str] = None  # an invalid configuration: shown instead of findings
     indexed: bool = False
@@ -56,7 +57,7 @@ class Project:
             settings = load_settings(self.config_path or self.root, config_file=self.config_path, overrides=self.overrides)
             if settings.config_path is None:
                 settings.root = self.root  # no pyproject: the workspace folder, not the server's cwd
-            self.linter = Linter(settings, self.index, self.model)
+            self.linter = Linter(settings, self.index, self.model, memo=True)  # a keystroke re-lints one group
             self.error = None
         except ConfigError as exc:
             self.linter, self.error = None, str(exc)

@@ -64,7 +64,9 @@ def module_name(path: Path) -> tuple[str, bool]:
 
 
 class Project:
-    def __init__(self) -> None:
+    def __init__(self, keep_units: bool = False) -> None:
+        # keep_units: re-summarise a changed file one top-level definition at a time (an editor's model)
+        self.keep_units = keep_units
         self.files: dict[str, FileSummary] = {}  # display path -> summary
         self.modules: dict[str, FileSummary] = {}
         self._facts: Optional[dict[tuple[str, str], FunctionFacts]] = None
@@ -84,7 +86,7 @@ class Project:
             module, is_package = old.module, old.is_package
         else:
             module, is_package = module_name(path if path is not None else Path(shown))
-        summary = summarize(text, shown, module, is_package)
+        summary = summarize(text, shown, module, is_package, previous=old, keep_units=self.keep_units)
         if old is not None:
             self.modules.pop(old.module, None)
             del self.files[shown]

@@ -16,6 +16,8 @@ from typing import Optional
 
 from fusionlint.analysis.judge import TENSOR_METHODS
 from fusionlint.analysis.tensors import torch_call_returns_tensor
+from fusionlint.outline import Outline, outline_of
+from fusionlint.precheck import MAX_NODES
 from fusionlint.semantic.values import NOTHING, LocalValues, Value, dotted, function_values, resolve
 
 # Calls into these never reach project code: not worth a call site.
@@ -96,10 +98,21 @@ class FileSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     compile_targets: set[str] = field(default_factory=set)
+    # size, depth and top-level definitions, for the engine (fusionlint.outline): no second CPython parse
+    outline: Optional[Outline] = None
+    # (definition text, first line, aliases before it) -> what it added: kept only when asked (an
+    # editor re-summarising the same file on every keystroke re-walks only the changed definitions)
+    units: Optional[dict] = field(default=None, repr=False, compare=False)
 
 
-def summarize(text: str, path: str, module: str, is_package: bool) -> Optional[FileSummary]:
-    """The summary of one file, or None when CPython cannot parse it (the engine reports that)."""
+def summarize(
+    text: str, path: str, module: str, is_package: bool, previous: Optional[FileSummary] = None, keep_units: bool = False
+) -> Optional[FileSummary]:
+    """The summary of one file, or None when CPython cannot parse it (the engine reports that).
+
+    ``keep_units``: remember what each top-level definition added, and take it from ``previous``
+    (an earlier summary of the same file) where the definition's text, line and the aliases before
+    it are the same."""
     # An ast tree has no reference cycles: the cyclic collector, run again and again while its many
     # objects are allocated, would only re-scan every long-lived object of the run (measured: the
     # summaries cost twice as much with it on).
@@ -108,7 +121,13 @@ def summarize(text: str, path: str, module: str, is_package: bool) -> Optional[F
     try:
         tree = ast.parse(text)
         out = FileSummary(path, module, is_package, hash(text))
-        _Summarizer(out).module(tree)
+        if keep_units:
+            reuse = previous.units if previous is not None and previous.module == module and previous.units else {}
+            out.units = {}
+            _Summarizer(out, text, reuse).module(tree)
+        else:
+            _Summarizer(out).module(tree)
+        out.outline = outline_of(tree, text, MAX_NODES)
     except (SyntaxError, ValueError, MemoryError):
         return None
     except RecursionError:  # pathological nesting: the file's own lint reports it
@@ -120,8 +139,41 @@ def summarize(text: str, path: str, module: str, is_package: bool) -> Optional[F
 
 
 class _Summarizer:
-    def __init__(self, out: FileSummary) -> None:
+    def __init__(self, out: FileSummary, text: Optional[str] = None, reuse: Optional[dict] = None) -> None:
         self.out = out
+        self._text = text  # set when out.units is kept
+        self._starts: Optional[list[int]] = None
+        self._reuse = reuse or {}
+
+    def _unit(self, stmt) -> None:
+        """A top-level def/class, through ``out.units``: what it adds depends only on its text, its
+        first line (line numbers are recorded) and the aliases before it."""
+        from fusionlint.lines import line_starts
+
+        if self._starts is None:
+            self._starts = line_starts(self._text)
+        starts = self._starts
+        first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+        last = stmt.end_lineno or stmt.lineno
+        key = (self._text[starts[first - 1] : starts[last] if last < len(starts) else len(self._text)], first,
+               tuple(self.out.aliases.items()))
+        added = self._reuse.get(key)
+        if added is None:
+            scratch = FileSummary(self.out.path, self.out.module, self.out.is_package, 0, aliases=dict(self.out.aliases))
+            inner = _Summarizer(scratch)
+            if isinstance(stmt, ast.ClassDef):
+                inner._class(stmt)
+            else:
+                inner._function(stmt, stmt.name, None, None)
+            added = (scratch.classes, scratch.functions, scratch.compile_targets, scratch.aliases)
+        self.out.units[key] = added
+        classes, functions, targets, aliases = added
+        for name, cls in classes.items():
+            self.out.classes.setdefault(name, cls)
+        for qual, fn in functions.items():
+            self.out.functions.setdefault(qual, fn)
+        self.out.compile_targets |= targets
+        self.out.aliases.update(aliases)
 
     # -- imports ---------------------------------------------------------------------------------
     def _import(self, node: ast.Import | ast.ImportFrom) -> None:
@@ -150,10 +202,13 @@ class _Summarizer:
     # -- module ----------------------------------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
         todo: list[ast.stmt] = list(tree.body)
+        top = set(map(id, tree.body)) if self.out.units is not None else set()
         while todo:
             stmt = todo.pop(0)
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 self._import(stmt)
+            elif self.out.units is not None and id(stmt) in top and isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._unit(stmt)
             elif isinstance(stmt, ast.ClassDef):
                 self._class(stmt)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -1,0 +1,307 @@
+"""The sparse source: the file as libcst should see it, with top-level definitions no finding can
+come from, or depend on, replaced by empty lines.
+
+libcst's parse is most of the static pass's cost, and most of a model file is code torch.compile
+never traces (configuration classes, weight initialisation, utilities). The project model (CPython
+``ast``) already knows which functions are compiled, so a top-level ``def``/``class`` is *blanked*
+(each of its lines becomes an empty line with its own line ending) when all of these hold:
+
+- the project model marks none of its functions compiled, it is not a class defining ``forward``/
+  ``backward`` (the per-file pass's entry points), and it uses no name bound to ``compile``
+  (``@torch.compile``, ``torch.compile(f)``, ``from torch import compile as tc``);
+- its name is not used by the kept code (an identifier of CPython's tree: a name, attribute,
+  import, parameter or definition), closed to a fixpoint: whatever the rules look up by name in the
+  file (a same-file base class, a helper a compiled function calls, a ``torch.compiler.disable``'d
+  function, a context-manager class, a checkpointed function, a second definition of a name, which
+  ``setdefault`` would keep first) stays;
+- it holds no ``import`` (the file's aliases are collected from everywhere) and none of the
+  triggers of an active rule that looks at the whole file (``scope = "file"``).
+
+Lines and columns of everything kept are unchanged, so positions and fix edits are the same as with
+the full parse. Two facts the rules read from the whole file are checked after the rules ran
+(``SparseContext`` records the questions): the attribute reads/writes of ``file_facts`` (a blanked
+definition touching one of the attributes asked about) and ``ctx.nodes`` (only the logger
+assignments of the side-effects analysis are understood; any other kind asked for). When a check
+fails, or libcst infers another default indentation, the engine lints the full text instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from fusionlint.analysis.context import RuleContext
+from fusionlint.lines import line_starts
+from fusionlint.outline import Outline, Unit
+from fusionlint.semantic.values import resolve
+
+# the memo key of fusionlint.analysis.attributes.file_facts
+_FILE_FACTS_KEY = "attribute-file-facts"
+_FILE_FACT_FIELDS = ("writes", "reads", "self_writes", "unparsed_targets")
+
+
+@dataclass
+class SparsePlan:
+    text: str  # same lines as the source; blanked definitions are empty lines
+    blanked: list[Unit]
+    default_indent: str  # what libcst infers from the full text (the sparse text must agree)
+    blanked_text: str = field(default="", repr=False)
+
+    def blanked_lines(self) -> int:
+        return sum(u.end - u.start + 1 for u in self.blanked)
+
+
+def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterable[str]) -> Optional[SparsePlan]:
+    """The sparse text of ``source`` (outlined as ``outline``), or None when nothing can be blanked."""
+    units = outline.units
+    if not units or outline.default_indent is None:
+        return None
+    try:  # CPython's tree, for the names the code uses (~a tenth of a libcst parse)
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    used = code_names(tree)
+    if len(used.units) != len(units):
+        return None
+    compiled_roots = _compiled_roots(model, path)
+    compile_names = {"compile"} | _compile_aliases(model, path)
+    triggers = tuple(file_triggers)
+    starts = line_starts(source)
+    spans = [(starts[u.start - 1], starts[u.end] if u.end < len(starts) else len(source)) for u in units]
+    texts = [source[a:b] for a, b in spans]
+    keep = [
+        unit.name in compiled_roots
+        or names.imports
+        or not compile_names.isdisjoint(names.names)
+        or names.entry
+        or any(t in text for t in triggers)
+        for unit, names, text in zip(units, used.units, texts)
+    ]
+    # names the kept code uses: the module-level code, then kept definitions, to a fixpoint
+    mentioned = set(used.outside)
+    todo = [i for i, k in enumerate(keep) if k]
+    while todo:
+        for i in todo:
+            mentioned.update(used.units[i].names)
+        todo = [i for i, unit in enumerate(units) if not keep[i] and unit.name in mentioned]
+        for i in todo:
+            keep[i] = True
+    if all(keep):
+        return None
+    pieces, previous = [], 0
+    for (a, b), k in zip(spans, keep):
+        if not k:
+            pieces.append(source[previous:a])
+            pieces.append(_only_line_ends(source[a:b]))
+            previous = b
+    pieces.append(source[previous:])
+    blanked = [u for u, k in zip(units, keep) if not k]
+    blanked_text = "".join(t for t, k in zip(texts, keep) if not k)
+    return SparsePlan("".join(pieces), blanked, outline.default_indent, blanked_text)
+
+
+@dataclass
+class _UnitNames:
+    names: set  # every identifier its code uses or binds (names, attributes, imports, parameters, defs)
+    imports: bool  # holds an import (the file's aliases are collected from everywhere)
+    entry: bool  # a class defining forward/backward (entry points of the per-file pass)
+
+
+@dataclass
+class CodeNames:
+    units: list[_UnitNames]  # per top-level def/class, in order
+    outside: set  # identifiers of the module-level code around them
+
+
+def code_names(tree: ast.Module) -> CodeNames:
+    units: list[_UnitNames] = []
+    outside: set = set()
+    for stmt in tree.body:
+        is_unit = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        names: set = set()
+        imports = entry = False
+        stack: list = [stmt]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                names.add(node.id)
+                continue
+            if kind is ast.Attribute:
+                names.add(node.attr)
+            elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                names.add(node.name)
+                if kind is not ast.ClassDef and node.name in ("forward", "backward"):
+                    entry = True
+            elif kind in (ast.Import, ast.ImportFrom):
+                imports = True
+                for alias in node.names:
+                    names.update(alias.name.split("."))
+                    if alias.asname:
+                        names.add(alias.asname)
+            elif kind is ast.arg:
+                names.add(node.arg)
+            elif kind is ast.keyword and node.arg:
+                names.add(node.arg)
+            elif kind in (ast.Global, ast.Nonlocal):
+                names.update(node.names)
+            elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
+                names.add(node.name)
+            elif kind is ast.MatchMapping and node.rest:
+                names.add(node.rest)
+            elif kind is ast.ExceptHandler and node.name:
+                names.add(node.name)
+            stack.extend(ast.iter_child_nodes(node))
+        if is_unit:
+            units.append(_UnitNames(names, imports, entry and isinstance(stmt, ast.ClassDef)))
+        else:
+            outside |= names
+    return CodeNames(units, outside)
+
+
+def _compile_aliases(model, path: str) -> set[str]:
+    """Local names the file binds to something called ``compile`` (``from torch import compile as tc``)."""
+    summary = model.files.get(path) if model is not None else None
+    if summary is None:
+        return set()
+    return {local for local, target in summary.aliases.items() if "compile" in target.rsplit(".", 1)[-1]}
+
+
+def _compiled_roots(model, path: str) -> set[str]:
+    """Top-level names under which the project model has a compiled function."""
+    summary = model.files.get(path) if model is not None else None
+    if summary is None:
+        return set()
+    out = set()
+    for qual in summary.functions:
+        if model.function_facts(path, qual) is not None:
+            out.add(qual.split(".", 1)[0])
+    return out
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _only_line_ends(text: str) -> str:
+    if "\r" not in text:
+        return "\n" * text.count("\n")
+    return "".join(m.group() for m in _LINE_END.finditer(text))
+
+
+class _Asked(dict):
+    """A dict that remembers which keys were asked for (iterating asks for all of them)."""
+
+    def __init__(self, data, asked: set) -> None:
+        super().__init__(data)
+        self._asked = asked
+
+    def get(self, key, default=None):
+        self._asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self._asked.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key) -> bool:
+        self._asked.add(key)
+        return super().__contains__(key)
+
+    def __iter__(self):
+        self._asked.add(_EVERYTHING)
+        return super().__iter__()
+
+    def keys(self):
+        self._asked.add(_EVERYTHING)
+        return super().keys()
+
+    def items(self):
+        self._asked.add(_EVERYTHING)
+        return super().items()
+
+    def values(self):
+        self._asked.add(_EVERYTHING)
+        return super().values()
+
+
+class _AskedSet(set):
+    def __init__(self, data, asked: set) -> None:
+        super().__init__(data)
+        self._asked = asked
+
+    def __contains__(self, key) -> bool:
+        self._asked.add(key)
+        return super().__contains__(key)
+
+    def __iter__(self):
+        self._asked.add(_EVERYTHING)
+        return super().__iter__()
+
+
+_EVERYTHING = object()
+
+
+class SparseContext(RuleContext):
+    """A RuleContext over a sparse module that records the whole-file questions the rules asked."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.asked_attrs: set = set()
+        self.asked_kinds: set[type] = set()
+
+    def memo(self, key, compute):
+        if key != _FILE_FACTS_KEY or key in self._memo:
+            return super().memo(key, compute)
+
+        def recorded():
+            facts = compute()
+            for name in _FILE_FACT_FIELDS:
+                value = getattr(facts, name, None)
+                if isinstance(value, dict):
+                    setattr(facts, name, _Asked(value, self.asked_attrs))
+                elif isinstance(value, set):
+                    setattr(facts, name, _AskedSet(value, self.asked_attrs))
+            return facts
+
+        return super().memo(key, recorded)
+
+    def nodes(self, kind: type) -> list:
+        self.asked_kinds.add(kind)
+        return super().nodes(kind)
+
+
+def still_exact(plan_: SparsePlan, ctx: SparseContext) -> bool:
+    """Would the whole-file questions the rules asked have had the same answers on the full text?"""
+    if _EVERYTHING in ctx.asked_attrs:
+        return False
+    if _FILE_FACTS_KEY in ctx._memo and ctx.asked_attrs:
+        attrs = sorted(a for a in ctx.asked_attrs if isinstance(a, str))
+        if attrs:
+            touched = re.compile(r"\.[\s\\]*(?:" + "|".join(map(re.escape, attrs)) + r")\b")
+            if touched.search(plan_.blanked_text):
+                return False
+    for kind in ctx.asked_kinds:
+        if kind is not cst.Assign or _blanked_logger(plan_, ctx.file.aliases):
+            return False
+    return True
+
+
+def _blanked_logger(plan_: SparsePlan, aliases: dict[str, str]) -> bool:
+    """Does a blanked definition assign a logger (what the side-effects analysis reads Assigns for)?"""
+    from fusionlint.analysis.side_effects import _is_logger_factory  # the analysis's own test
+
+    if "=" not in plan_.blanked_text:
+        return False
+    try:
+        tree = ast.parse(plan_.blanked_text)  # top-level definitions: they parse on their own
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if _is_logger_factory(resolve(node.value.func, aliases) or ""):
+                return True
+    return False

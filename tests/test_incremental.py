@@ -1,0 +1,82 @@
+"""Findings memoised per group of definitions (fusionlint.incremental) are the findings of a fresh lint."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from fusionlint.api import Linter
+from fusionlint.config import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+import lsp_latency  # noqa: E402  (the latency benchmark's 2,000-line file)
+
+
+def _rows(result):
+    return [
+        (f.line, f.column, f.end_line, f.end_column, f.code, f.message, f.context, f.chain, f.fix) for f in result.findings
+    ], result.error
+
+
+# Edits an editor makes: a space at a line's end, a new line, a deleted line, a graph break typed in,
+# a logger bound or an attribute written in some other definition (whole-file facts).
+def _edit(lines: list[str], rng: random.Random) -> None:
+    i = rng.randrange(len(lines))
+    kind = rng.randrange(6)
+    if kind == 0:
+        lines[i] = lines[i] + " "
+    elif kind == 1:
+        lines.insert(i, "")
+    elif kind == 2 and len(lines) > 5:
+        del lines[i]
+    elif kind == 3 and lines[i].startswith("        return "):
+        lines[i] = lines[i].replace("return ", "return float(h.sum().item()) + ", 1)
+    elif kind == 4:
+        lines.append("def _log():\n    global log\n    log = logging.getLogger('m')\n")
+    else:
+        lines.append("def _tune(m):\n    m.scale = 3.0\n")
+
+
+def _compare_over_edits(source: str, tmp_path: Path, edits: int, seed: int) -> int:
+    memo = Linter(Settings(root=tmp_path), memo=True)
+    fresh_settings = Settings(root=tmp_path)
+    rng = random.Random(seed)
+    lines = source.split("\n")
+    reused = 0
+    for _ in range(edits):
+        text = "\n".join(lines)
+        got = memo.lint(text, "model.py")
+        reused += memo.engine.memo.reused
+        assert _rows(got) == _rows(Linter(fresh_settings).lint(text, "model.py"))
+        _edit(lines, rng)
+    return reused
+
+
+def test_memo_gives_a_fresh_lint_findings_over_edits(tmp_path):
+    source = lsp_latency.make_source().replace("import torch\n", "import logging\nimport torch\n", 1)
+    source = "\n".join(source.split("\n")[:400])  # 20 classes: enough groups, a fast test
+    reused = _compare_over_edits(source, tmp_path, edits=12, seed=1)
+    assert reused > 0  # the memo was used, not bypassed
+
+
+FIXTURES = sorted((REPO / "fixtures").rglob("*.py")) + sorted((REPO / "examples").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_memo_gives_a_fresh_lint_findings_on_fixtures(path, tmp_path):
+    _compare_over_edits(path.read_text(), tmp_path, edits=4, seed=len(path.name))
+
+
+def test_a_keystroke_relints_one_group(tmp_path):
+    source = "\n".join(lsp_latency.make_source().split("\n")[:400])
+    linter = Linter(Settings(root=tmp_path), memo=True)
+    linter.lint(source, "model.py")
+    lines = source.split("\n")
+    lines[200] += " "
+    linter.lint("\n".join(lines), "model.py")
+    assert linter.engine.memo.relinted == 1
+    assert linter.engine.memo.reused > 10

@@ -1,0 +1,167 @@
+"""The sparse parse (fusionlint.sparse) gives exactly the findings, errors and fixes of the full parse."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from fusionlint import engine as engine_mod
+from fusionlint import outline, runner, sparse
+from fusionlint.outline import first_indent
+from fusionlint.config import Settings
+from fusionlint.runner import RunOptions
+
+REPO = Path(__file__).resolve().parent.parent
+# tests/data holds no Python sources; tests/confirm_data holds the confirm pass's models
+CORPORA = [REPO / "fixtures", REPO / "examples", REPO / "tests" / "confirm_data"]
+
+
+def _finding_rows(result):
+    rows = []
+    for f in result.findings:
+        fix = None
+        if f.fix is not None:
+            fix = (str(f.fix.applicability), f.fix.title,
+                   tuple((e.line, e.column, e.end_line, e.end_column, e.content, e.original) for e in f.fix.edits))
+        rows.append((f.path, f.line, f.column, f.end_line, f.end_column, f.code, f.message, f.context,
+                     tuple(f.chain), tuple(map(str, f.effects)), str(f.severity), fix))
+    errors = [(e.path, e.message, e.line, e.column, e.code, e.rule) for e in result.errors]
+    return rows, errors
+
+
+def _run(root: Path, monkeypatch, *, use_sparse: bool, fix: bool = False):
+    engine = functools.partial(engine_mod.Engine, sparse=use_sparse)
+    with monkeypatch.context() as m:
+        m.setattr(runner, "Engine", engine)
+        outcome = runner.run([str(root)], Settings(root=root, select=["ALL"]), RunOptions(fix=fix, diff=fix, jobs=1, unsafe_fixes=fix))
+    return outcome
+
+
+@pytest.mark.parametrize("root", CORPORA, ids=lambda p: p.name)
+def test_sparse_parse_gives_the_full_parse_findings(root, monkeypatch):
+    blanked: list[int] = []
+    real_plan = sparse.plan
+
+    def counting_plan(*args, **kwargs):
+        found = real_plan(*args, **kwargs)
+        if found is not None:
+            blanked.append(found.blanked_lines())
+        return found
+
+    monkeypatch.setattr(sparse, "plan", counting_plan)
+    sparse_run = _run(root, monkeypatch, use_sparse=True)
+    full_run = _run(root, monkeypatch, use_sparse=False)
+    assert _finding_rows(sparse_run.result) == _finding_rows(full_run.result)
+    assert full_run.result.findings  # the corpus has findings to compare
+    assert sum(blanked) > 0  # and the sparse path left something out
+
+
+@pytest.mark.parametrize("root", CORPORA[:2], ids=lambda p: p.name)
+def test_sparse_parse_gives_the_full_parse_fixes(root, monkeypatch):
+    sparse_run = _run(root, monkeypatch, use_sparse=True, fix=True)
+    full_run = _run(root, monkeypatch, use_sparse=False, fix=True)
+    assert sparse_run.diffs == full_run.diffs
+    assert full_run.diffs
+
+
+# Each snippet has a top-level definition the sparse plan blanks and whose text the full parse's
+# rules still read: the engine must notice and give the full parse's answer. Without the check
+# (the "naive" run) the answer would differ, so each snippet shows that its check is needed.
+GUARDED = {
+    # a logger bound in a function no rule looks at (the side-effects analysis reads every Assign)
+    "logger": (
+        "import logging\nimport torch\nfrom torch import nn\n\n\ndef setup():\n    global log\n"
+        "    log = logging.getLogger('x')\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+        "        log.info('step')\n        return x * 2\n"
+    ),
+    # `model.scale = ...` outside the class: the attribute is not constant (FL201/FL901 read such writes)
+    "attribute write": (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.scale = 2.0\n\n    def forward(self, x):\n"
+        "        return x * self.scale\n\n\ndef tune(model):\n    model.scale = 3.0\n"
+    ),
+    # the first indented block (blanked) is indented by 2: libcst's default indent, used by fix texts
+    "default indent": (
+        "import torch\nfrom torch import nn\n\n\ndef unused(a):\n  return a\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        print(x)\n        return x.sum().item()\n"
+    ),
+}
+
+
+def _lint_all_ways(root: Path, monkeypatch):
+    out = {}
+    for mode in ("full", "sparse", "naive"):
+        with monkeypatch.context() as m:
+            if mode == "naive":
+                m.setattr(sparse, "still_exact", lambda plan, ctx: True)
+                m.setattr(outline, "first_indent", lambda body, source, starts: "    ")
+            run = _run(root, monkeypatch, use_sparse=mode != "full", fix=True)
+        out[mode] = (_finding_rows(run.result), run.diffs)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(GUARDED))
+def test_sparse_parse_falls_back_where_a_blanked_definition_matters(name, tmp_path, monkeypatch):
+    (tmp_path / "model.py").write_text(GUARDED[name])
+    runs = _lint_all_ways(tmp_path, monkeypatch)
+    assert runs["sparse"] == runs["full"]
+    assert runs["naive"] != runs["full"]
+
+
+def _plan_of(source: str):
+    import ast
+
+    from fusionlint.project.model import Project
+
+    model = Project()
+    model.add("m.py", Path("m.py"), source)
+    return sparse.plan(source, outline.outline_of(ast.parse(source), source, 10_000), model, "m.py", ())
+
+
+def test_plan_keeps_what_the_kept_code_names_and_every_definition_of_a_name():
+    source = (
+        "import torch\nfrom torch import nn\n\n\ndef helper(x):\n    return x\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, x):\n        return helper(x)\n\n\ndef helper(x):\n    return x.item()\n\n\n"
+        "class Config:\n    depth = 2\n\n\ndef other():\n    return Config()\n"
+    )
+    plan = _plan_of(source)
+    assert [u.name for u in plan.blanked] == ["Config", "other"]  # `other` names Config, nothing names `other`
+    assert plan.text.splitlines()[:17] == source.splitlines()[:17]
+    assert len(plan.text.splitlines()) == len(source.splitlines())
+    assert plan.text.splitlines()[17:] == [""] * 6
+
+
+def test_plan_keeps_definitions_holding_imports_compile_and_entry_points():
+    source = (
+        "import torch\n\n\ndef lazy():\n    import numpy\n    return numpy\n\n\ndef build(m):\n"
+        "    return torch.compile(m)\n\n\nclass Fn(Base):\n    def forward(ctx, x):\n        return x\n\n\n"
+        "def unused():\n    return 1\n"
+    )
+    plan = _plan_of(source)
+    assert [u.name for u in plan.blanked] == ["unused"]
+
+
+def test_first_indent_is_what_libcst_infers():
+    import ast
+
+    import libcst as cst
+
+    from fusionlint.lines import line_starts
+
+    sources = [
+        "x = 1\n",
+        "if x: y = 1\nelse:\n   z = 2\n",
+        "def f(a,\n      b): return a\n\nclass A:\n\tdef g(self):\n\t\treturn 1\n",
+        "try:\n  pass\nexcept E:\n    pass\n",
+        "@dec\nclass A:\n      x = 1\n",
+        "s = '''\n    not code\n'''\nwhile s:\n  break\n",
+        "if a: pass\nelif b:\n     x = 1\n",
+        "try: pass\nexcept* E:\n  pass\n",
+    ]
+    for source in sources:
+        expected = cst.parse_module(source).default_indent
+        assert first_indent(ast.parse(source).body, source, line_starts(source)) == expected, source
+    # libcst takes a case body's indentation, not the first INDENT's: unknown, so no sparse parse
+    assert first_indent(ast.parse("match p:\n case 1:\n   pass\n").body, "", [0, 9, 18]) is None
