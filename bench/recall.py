@@ -79,8 +79,8 @@ def ensure_venv() -> None:
     pip = [str(PY), "-m", "pip", "install", "-q"]
     subprocess.run(pip + PINS, check=True)
     subprocess.run(pip + ["--no-deps"] + NO_DEPS_PINS, check=True)
-    subprocess.run(pip + ["--no-deps", "-e", str(REPO)], check=True)
-    subprocess.run(pip + ["libcst", "click", "rich", "sarif-om"], check=True)
+    # fusionlint's own dependencies come from its pyproject.toml (a list here went stale: pathspec)
+    subprocess.run(pip + ["-e", str(REPO)], check=True)
     stamp.write_text(wanted)
 
 
