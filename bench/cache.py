@@ -87,29 +87,32 @@ def main() -> int:
         lines = sum(p.read_bytes().count(b"\n") for p in project.rglob("*.py"))
         print(f"corpus: {', '.join(str(r) for r in roots)}; {lines:,} lines; jobs={args.jobs}; "
               f"load average before: {_load()}; {time.strftime('%Y-%m-%d %H:%M')}; {os.cpu_count()} CPUs")
-        rows = []
-        rows.append(("cold (no cache)", _one(project, args.jobs)))
-        rows.append(("warm (unchanged tree)", _one(project, args.jobs)))
-        rows.append(("warm again", _one(project, args.jobs)))
+        print()
+        print("| run | wall s | CPU s | files linted | files | findings | errors |")
+        print("|---|---|---|---|---|---|---|")
+
+        def row(label: str) -> None:
+            r = _one(project, args.jobs)
+            print(f"| {label} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['linted']:,} | {r['files']:,} | "
+                  f"{r['findings']:,} | {r['errors']} |", flush=True)
+
+        row("cold (no cache)")
+        row("warm (unchanged tree)")
+        row("warm again")
         # copytree keeps the files' mtimes, so they are older than the cache's 2-second "racy
         # mtime" window; the edited file is younger and is hashed again by the next runs
-        leaf = next(p for p in sorted(project.rglob("modeling_*.py")))
+        leaf = next(p for pattern in ("modeling_*.py", "models/*.py", "*.py") for p in sorted(project.rglob(pattern))
+                    if p.name != "__init__.py")
         with open(leaf, "a", encoding="utf-8") as fh:
             fh.write("\n# edited by bench/cache.py\n")
-        rows.append((f"edit (comment) {leaf.relative_to(project)}", _one(project, args.jobs)))
-        rows.append(("warm after the edit", _one(project, args.jobs)))
+        row(f"edit (comment) {leaf.relative_to(project)}")
+        row("warm after the edit")
         base = next(((project / f, c) for f, c in _BASES if (project / f).is_file()), None)
         if base is not None:
             text = base[0].read_text(encoding="utf-8")
             base[0].write_text("# edited by bench/cache.py: every line below moves\n" + text, encoding="utf-8")
-            rows.append((f"edit (base class {base[1]}) {base[0].relative_to(project)}", _one(project, args.jobs)))
-            rows.append(("warm after the edit", _one(project, args.jobs)))
-        print()
-        print("| run | wall s | CPU s | files linted | files | findings | errors |")
-        print("|---|---|---|---|---|---|---|")
-        for label, r in rows:
-            print(f"| {label} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['linted']:,} | {r['files']:,} | "
-                  f"{r['findings']:,} | {r['errors']} |")
+            row(f"edit (base class {base[1]}) {base[0].relative_to(project)}")
+            row("warm after the edit")
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "fusionlint.cli", "check", "-q", "--exit-zero", str(project)],
                        cwd=project, capture_output=True, check=True)

@@ -231,23 +231,26 @@ def lsp_cmd() -> None:
 @click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
 def clean_cmd(path: Optional[Path]) -> None:
     """Remove the findings cache (.fusionlint_cache/) of the project at PATH (default: here)."""
-    from fusionlint.cache.store import DIRNAME, clean
+    from fusionlint.cache.store import DIRNAME, NotOurs, clean
 
+    start = path if path is not None else Path.cwd()
+    if not start.exists():
+        raise _fail(f"path does not exist: {start}")
     try:
-        start = path if path is not None else Path.cwd()
-        if not start.exists():
-            raise _fail(f"path does not exist: {start}")
         root = load_settings(start).root
+        removed = clean(root)
     except ConfigError as exc:
         raise _fail(str(exc))
-    removed = clean(root)
+    except NotOurs as exc:
+        raise _fail(f"{exc} was not made by fusionlint (no fusionlint CACHEDIR.TAG); not removed")
+    except OSError as exc:
+        raise _fail(f"cannot remove {root / DIRNAME}: {exc.strerror or exc}")
     if removed is None:
-        if (root / DIRNAME).exists():
-            raise _fail(f"{root / DIRNAME} has no fusionlint CACHEDIR.TAG; not removed")
         click.echo(f"fusionlint: no cache in {root}")
         return
-    where, files, size = removed
-    click.echo(f"fusionlint: removed {where} ({files:,} files, {size / 1e6:.1f} MB)")
+    names = {"static": "findings cache", "confirm": "confirm results"}
+    what = ", ".join(f"{names.get(part, part)}: {files:,} files, {size / 1e6:.1f} MB" for part, files, size in removed)
+    click.echo(f"fusionlint: removed {root / DIRNAME} ({what})")
 
 
 @main.command("rule")

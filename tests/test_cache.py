@@ -44,7 +44,7 @@ def _found(outcome) -> list[tuple]:
 
 
 def _entries(root: Path) -> list[Path]:
-    return sorted((root / DIRNAME / "v1" / "findings").rglob("*.pickle"))
+    return sorted((root / DIRNAME / "static" / "findings").rglob("*.pickle"))
 
 
 def test_a_second_run_serves_every_file_and_finds_the_same(tmp_path):
@@ -210,13 +210,24 @@ def test_cache_directory_is_tagged_and_ignored_by_git(tmp_path):
 def test_clean_removes_the_cache_and_says_what(tmp_path):
     root = _project(tmp_path)
     _run(root)
-    files = sum(1 for p in (root / DIRNAME).rglob("*") if p.is_file())
+    files = sum(1 for p in (root / DIRNAME / "static").rglob("*") if p.is_file())
     result = CliRunner().invoke(main, ["clean", str(root)])
     assert result.exit_code == 0
-    assert f"removed {root / DIRNAME} ({files} files" in result.output
+    assert f"removed {root / DIRNAME} (" in result.output and f"findings cache: {files} files" in result.output
     assert not (root / DIRNAME).exists()
     again = CliRunner().invoke(main, ["clean", str(root)])
     assert again.exit_code == 0 and "no cache" in again.output
+
+
+def test_clean_removes_a_cache_that_only_the_confirm_pass_wrote(tmp_path):
+    from fusionlint.confirm.cache import ResultCache
+
+    root = _project(tmp_path)
+    ResultCache(root).put("k" * 32, {"ok": True})
+    assert (root / DIRNAME / "confirm").is_dir() and not (root / DIRNAME / "CACHEDIR.TAG").exists()
+    result = CliRunner().invoke(main, ["clean", str(root)])
+    assert result.exit_code == 0 and "confirm results: 1 files" in result.output
+    assert not (root / DIRNAME).exists()
 
 
 def test_clean_leaves_a_directory_that_is_not_ours(tmp_path):

@@ -40,7 +40,7 @@ class Store:
 
     def __init__(self, root: Path) -> None:
         self.top = root / DIRNAME
-        self.base = self.top / "v1"
+        self.base = self.top / "static"  # beside confirm/ (fusionlint/confirm/cache.py)
         self._ready = False
 
     def _prepare(self) -> bool:
@@ -111,26 +111,47 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def clean(root: Path) -> Optional[tuple[Path, int, int]]:
-    """Remove the cache directory under ``root``: (its path, files, bytes) or None when there was none.
+# What fusionlint itself puts in the directory: the static cache, the confirm pass's results
+# (fusionlint/confirm/cache.py, which writes no tag of its own) and the two marker files.
+_OURS = frozenset({"static", "confirm", "CACHEDIR.TAG", ".gitignore"})
 
-    Refuses (None) a directory that is not tagged as ours, so a user's own folder of that name is never deleted."""
-    top = root / DIRNAME
-    if not top.is_dir() or top.is_symlink():
-        return None
-    tag = top / "CACHEDIR.TAG"
+
+class NotOurs(Exception):
+    """A directory named like the cache that fusionlint did not make: never deleted."""
+
+
+def is_ours(top: Path) -> bool:
     try:
-        if not tag.read_text(encoding="utf-8", errors="replace").startswith(_TAG.splitlines()[0]):
-            return None
+        tag = (top / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace")
+        if tag.startswith(_TAG.splitlines()[0]) and "fusionlint" in tag:
+            return True
     except OSError:
+        pass
+    try:
+        return set(os.listdir(top)) <= _OURS
+    except OSError:
+        return False
+
+
+def clean(root: Path) -> Optional[list[tuple[str, int, int]]]:
+    """Remove the cache directory under ``root``; returns (part, files, bytes) for each part
+    removed ("static", "confirm", ...), or None when there was no cache. Raises ``NotOurs`` for a
+    directory of that name that fusionlint did not make (a user's own folder is never deleted)."""
+    top = root / DIRNAME
+    if not os.path.lexists(top):
         return None
-    files = size = 0
+    if top.is_symlink() or not top.is_dir() or not is_ours(top):
+        raise NotOurs(str(top))
+    parts: dict[str, list[int]] = {}
     for dirpath, _, names in os.walk(top):
+        rel = os.path.relpath(dirpath, top)
+        part = "" if rel == "." else rel.split(os.sep, 1)[0]
         for name in names:
-            files += 1
+            counts = parts.setdefault(part or name, [0, 0])
+            counts[0] += 1
             try:
-                size += os.lstat(os.path.join(dirpath, name)).st_size
+                counts[1] += os.lstat(os.path.join(dirpath, name)).st_size
             except OSError:
                 pass
     shutil.rmtree(top, ignore_errors=True)
-    return top, files, size
+    return [(part, files, size) for part, (files, size) in sorted(parts.items())]
