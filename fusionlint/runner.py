@@ -92,7 +92,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         cache.scan(files)
         served = cache.served_as_is(files)
         if len(served) == len(files):  # an unchanged tree: nothing to read, index or lint
-            out.result.paths.extend(str(path.resolve()) for path in files)
+            out.result.paths.extend(str(path.resolve()) for path in files if path not in cache.unreadable)
             _merge(out, [served[path] for path in files])
             cache.finish()
             return out

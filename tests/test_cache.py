@@ -106,6 +106,16 @@ def test_a_new_file_that_adds_a_subclass_is_seen(tmp_path):
     assert ("more.py", "FL101") in [(f.path, f.code) for f in again.result.findings]
 
 
+def test_an_undecodable_file_is_served_as_its_error(tmp_path):
+    root = _project(tmp_path)
+    (root / "bad.py").write_bytes(b"x = 1\x00\n")
+    cold = _run(root)
+    warm = _run(root)
+    assert warm.files_linted == 0
+    assert _found(warm) == _found(cold) and [e.path for e in warm.result.errors] == ["bad.py"]
+    assert warm.result.paths == cold.result.paths
+
+
 def test_changed_settings_lint_everything_again(tmp_path):
     root = _project(tmp_path)
     _run(root)

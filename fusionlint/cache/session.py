@@ -34,7 +34,7 @@ from fusionlint.cache.store import FORMAT, Store, digest
 from fusionlint.files import (
     DEFAULT_MAX_BYTES, SourceError, UsageError, decode_source, discover, display_path, read_source_encoded,
 )
-from fusionlint.rule import INTERNAL_ERROR_CODE
+from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, RunResult
 
 _RACY_NS = 2_000_000_000  # files younger than this are hashed again next run (see the module doc)
 
@@ -67,6 +67,7 @@ class CacheSession:
         self._package_dirs: dict[str, bool] = {}
         self._facts_key: Optional[str] = None
         self._facts_loaded = False
+        self.unreadable: set[Path] = set()  # served files whose entry is a read error (not in result.paths)
 
     # -- 1. what the tree is now --------------------------------------------------------------------
     def scan(self, linted: list[Path]) -> None:
@@ -154,11 +155,20 @@ class CacheSession:
     def served_as_is(self, linted: list[Path]) -> dict[Path, object]:
         """The runs of the linted files whose entry was made in this very world."""
         out = {}
+        self.unreadable = set()
         for path in linted:
             entry = self._entry(display_path(path, self.settings.root))
             if entry is not None and entry["world"] == self.world and self.world is not None:
                 out[path] = entry["run"]
+                if entry.get("unreadable"):
+                    self.unreadable.add(path)
         return out
+
+    def _save_unreadable(self, f: _File, error: FileError) -> None:
+        from fusionlint.runner import Run  # the runner imports this module
+
+        one = Run(RunResult(errors=[error]))
+        self.store.save("findings", self._entry_key(f), {"world": self.world, "reads": [], "run": one, "unreadable": True})
 
     def served_after_check(self, pending: list[Path], model, index) -> dict[Path, object]:
         """The runs of ``pending`` whose entry's questions get the same answers in this run's model."""
@@ -166,7 +176,7 @@ class CacheSession:
         for path in pending:
             shown = display_path(path, self.settings.root)
             entry = self._entry(shown)
-            if entry is None or not still_holds(entry["reads"], model, index):
+            if entry is None or entry.get("unreadable") or not still_holds(entry["reads"], model, index):
                 continue
             out[path] = entry["run"]
             if self.world is not None:  # stamp it: the next run of this tree serves it unchecked
@@ -189,7 +199,12 @@ class CacheSession:
         if f is not None and f.digest != now:
             f.digest = now
             self.world = None
-        return decode_source(data)
+        try:
+            return decode_source(data)
+        except SourceError as exc:  # undecodable, NUL bytes: an entry too, or every run would miss
+            if f is not None:
+                self._save_unreadable(f, FileError(shown, str(exc), exc.line))
+            raise
 
     # -- 3. the project model -------------------------------------------------------------------------
     def build_model(self, sources, model, index) -> None:
