@@ -89,10 +89,10 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     cache = CacheSession(settings, rules, torch_version) if options.cache and not options.fix else None
     served: dict[Path, Run] = {}
     if cache is not None:
-        cache.scan(files)
+        cache.scan(files, [str(p) for p in paths])
         served = cache.served_as_is(files)
         if len(served) == len(files):  # an unchanged tree: nothing to read, index or lint
-            out.result.paths.extend(str(path.resolve()) for path in files if path not in cache.unreadable)
+            out.result.paths.extend(cache.resolved(path) for path in files if path not in cache.unreadable)
             _merge(out, [served[path] for path in files])
             cache.finish()
             return out
@@ -115,7 +115,10 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         except OSError as exc:
             out.result.errors.append(FileError(shown, f"cannot read file: {exc.strerror or exc}"))
             continue
-        project.add_file(shown, text)
+        if cache is not None:
+            cache.add_to_index(project, shown, text)
+        else:
+            project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
         out.result.paths.append(str(path.resolve()))
     if cache is not None:

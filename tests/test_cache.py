@@ -256,3 +256,18 @@ def _poison(root: Path) -> None:
         entry = store.load_file(path)
         entry["run"].result.findings = []
         store.save_file(path, entry)
+
+
+def test_module_names_are_the_project_models(tmp_path):
+    from fusionlint.cache.session import CacheSession
+    from fusionlint.project.model import module_name
+
+    for rel in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/mod.py", "pkg/loose/mod.py", "top.py", "pkg/a.b.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    session = CacheSession(load_settings(tmp_path), [], (2, 13))
+    for path in [*tmp_path.rglob("*.py"), *(p.relative_to(tmp_path) for p in tmp_path.rglob("*.py"))]:
+        if not path.is_absolute():
+            os.chdir(tmp_path)
+        assert session._module(path) == module_name(path), path
+        assert session.resolved(path) == str(path.resolve())

@@ -64,24 +64,28 @@ class CacheSession:
         self.linted_count = 0  # files whose entry was missing or stale: linted by this run
         self._manifest: dict[str, tuple[int, int, int, str]] = {}
         self._manifest_dirty = False
-        self._package_dirs: dict[str, bool] = {}
+        self._package_dirs: dict[str, tuple[str, ...]] = {}
+        self._real_dirs: dict[str, str] = {}
+        self.shown: dict[Path, str] = {}  # linted path -> display path
         self._facts_key: Optional[str] = None
         self._facts_loaded = False
         self.unreadable: set[Path] = set()  # served files whose entry is a read error (not in result.paths)
 
     # -- 1. what the tree is now --------------------------------------------------------------------
-    def scan(self, linted: list[Path]) -> None:
+    def scan(self, linted: list[Path], given: list[str]) -> None:
         """Digest every project file (the linted ones, then every Python file under the root)."""
         manifest = self.store.load_file(self.store.base / "manifest.pickle")
         self._manifest = manifest if isinstance(manifest, dict) else {}
         root = self.settings.root
         for path in linted:
-            shown = display_path(path, root)
+            shown = self.shown[path] = display_path(path, root)
             self.files.setdefault(shown, self._file(path, shown, True))
-        for path in self._project_files():
-            shown = display_path(path, root)
-            if shown not in self.files and path.suffix == ".py":
-                self.files[shown] = self._file(path, shown, False)
+        real_root = os.path.realpath(root)
+        if not all(os.path.realpath(p) == real_root for p in given):  # else they are the root's files already
+            for path in self._project_files():
+                shown = display_path(path, root)
+                if shown not in self.files and path.suffix == ".py":
+                    self.files[shown] = self._file(path, shown, False)
         self.world = digest(repr([(f.shown, f.digest, f.module, f.linted) for f in self.files.values()]).encode(
             "utf-8", "surrogatepass"))
 
@@ -121,23 +125,38 @@ class CacheSession:
         return found
 
     def _module(self, path: Path) -> tuple[str, bool]:
-        """``fusionlint.project.model.module_name``, with each directory's ``__init__.py`` looked up once."""
-        is_package = path.name == "__init__.py"
-        parts = [] if is_package else [path.stem]
-        directory = path.parent
-        if is_package:
-            parts.append(directory.name)
-            directory = directory.parent
-        while directory != directory.parent and self._is_package_dir(directory):
-            parts.append(directory.name)
-            directory = directory.parent
-        return ".".join(reversed(parts)) or path.stem, is_package
+        """``fusionlint.project.model.module_name``, each directory's package prefix worked out once
+        (on strings: pathlib's objects cost more than the lookups on a large tree)."""
+        directory, name = os.path.split(str(path))
+        stem = name.rsplit(".", 1)[0] if "." in name[1:] else name
+        if name == "__init__.py":
+            parent, dirname = os.path.split(directory)
+            prefix = self._package_prefix(parent)
+            return ".".join([*prefix, dirname]) or stem, True
+        return ".".join([*self._package_prefix(directory), stem]) or stem, False
 
-    def _is_package_dir(self, directory: Path) -> bool:
-        key = str(directory)
-        if key not in self._package_dirs:
-            self._package_dirs[key] = (directory / "__init__.py").is_file()
-        return self._package_dirs[key]
+    def _package_prefix(self, directory: str) -> tuple[str, ...]:
+        """The package names ``directory`` and the packages around it make: ("pkg", "sub") or ()."""
+        found = self._package_dirs.get(directory)
+        if found is None:
+            parent, name = os.path.split(directory)
+            if parent == directory or not os.path.isfile(os.path.join(directory, "__init__.py")):
+                found = ()
+            else:
+                found = (*self._package_prefix(parent), name)
+            self._package_dirs[directory] = found
+        return found
+
+    def resolved(self, path: Path) -> str:
+        """``str(path.resolve())``, each directory resolved once."""
+        text = str(path)
+        if os.path.islink(text):
+            return os.path.realpath(text)
+        directory, name = os.path.split(os.path.abspath(text))
+        real = self._real_dirs.get(directory)
+        if real is None:
+            real = self._real_dirs[directory] = os.path.realpath(directory)
+        return os.path.join(real, name)
 
     # -- 2. entries ---------------------------------------------------------------------------------
     def _entry_key(self, f: _File) -> str:
@@ -157,7 +176,7 @@ class CacheSession:
         out = {}
         self.unreadable = set()
         for path in linted:
-            entry = self._entry(display_path(path, self.settings.root))
+            entry = self._entry(self.shown[path])
             if entry is not None and entry["world"] == self.world and self.world is not None:
                 out[path] = entry["run"]
                 if entry.get("unreadable"):
@@ -174,7 +193,7 @@ class CacheSession:
         """The runs of ``pending`` whose entry's questions get the same answers in this run's model."""
         out = {}
         for path in pending:
-            shown = display_path(path, self.settings.root)
+            shown = self.shown[path]
             entry = self._entry(shown)
             if entry is None or entry.get("unreadable") or not still_holds(entry["reads"], model, index):
                 continue
@@ -206,7 +225,19 @@ class CacheSession:
                 self._save_unreadable(f, FileError(shown, str(exc), exc.line))
             raise
 
-    # -- 3. the project model -------------------------------------------------------------------------
+    # -- 3. the name index and the project model -------------------------------------------------------
+    def add_to_index(self, index, shown: str, text: str) -> None:
+        """``index.add_file``, with the regex scan of unchanged content taken from the cache."""
+        f = self.files.get(shown)
+        key = None if f is None or f.digest is None else digest(f"{self.config_code}\0{f.digest}".encode())
+        cached = self.store.load("scans", key) if key is not None else None
+        if isinstance(cached, tuple) and len(cached) == 1:
+            index.update_file(shown, text, cached[0])
+            return
+        index.add_file(shown, text)
+        if key is not None and index.scanned(shown) is not None:
+            self.store.save("scans", key, (index.scanned(shown),))
+
     def build_model(self, sources, model, index) -> None:
         """Fill ``model`` as ``runner._semantic_model`` does (linted sources, then the rest of the
         root, in that order), from cached summaries where the content is unchanged."""

@@ -41,6 +41,7 @@ class Store:
     def __init__(self, root: Path) -> None:
         self.top = root / DIRNAME
         self.base = self.top / "static"  # beside confirm/ (fusionlint/confirm/cache.py)
+        self._base_text = str(self.base)
         self._ready = False
 
     def _prepare(self) -> bool:
@@ -61,12 +62,15 @@ class Store:
 
     def path(self, kind: str, key: str) -> Path:
         # two-character fan-out: no directory holds more than a few hundred files on a large tree
-        return self.base / kind / key[:2] / f"{key[2:]}.pickle"
+        return Path(self._path(kind, key))
+
+    def _path(self, kind: str, key: str) -> str:
+        return os.path.join(self._base_text, kind, key[:2], key[2:] + ".pickle")
 
     def load(self, kind: str, key: str) -> Optional[Any]:
-        return self.load_file(self.path(kind, key))
+        return self.load_file(self._path(kind, key))
 
-    def load_file(self, path: Path) -> Optional[Any]:
+    def load_file(self, path: "Path | str") -> Optional[Any]:
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
