@@ -37,14 +37,14 @@ _CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
-from fusionlint.config import Settings
+from fusionlint.config import load_settings
 from fusionlint.runner import RunOptions, run
 def cpu():
     a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 root, jobs = Path(sys.argv[1]), int(sys.argv[2])
 c0, t1 = cpu(), time.perf_counter()
-out = run([str(root)], Settings(root=root), RunOptions(jobs=jobs, cache=True))
+out = run([str(root)], load_settings(root), RunOptions(jobs=jobs, cache=True))  # as the CLI does
 print(json.dumps({"wall": time.perf_counter() - t1, "cpu": cpu() - c0, "import": t1 - t0,
                   "linted": out.files_linted, "files": out.result.files_checked,
                   "findings": len(out.result.findings), "errors": len(out.result.errors)}))
@@ -114,7 +114,7 @@ def main() -> int:
             row(f"edit (base class {base[1]}) {base[0].relative_to(project)}")
             row("warm after the edit")
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "fusionlint.cli", "check", "-q", "--exit-zero", str(project)],
+        subprocess.run([sys.executable, "-m", "fusionlint.cli", "check", "-q", "--exit-zero", f"--jobs={args.jobs}", "."],
                        cwd=project, capture_output=True, check=True)
         print(f"\nCLI `fusionlint check` warm, whole process (start + imports + run): {time.perf_counter() - t0:.2f} s wall")
         print(f"load average after: {_load()}")

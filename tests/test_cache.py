@@ -271,3 +271,18 @@ def test_module_names_are_the_project_models(tmp_path):
             os.chdir(tmp_path)
         assert session._module(path) == module_name(path), path
         assert session.resolved(path) == str(path.resolve())
+
+
+def test_an_edit_that_leaves_every_summary_alone_reuses_the_propagation(tmp_path, monkeypatch):
+    from fusionlint.project import model as model_mod
+
+    root = _project(tmp_path)
+    _run(root)
+    (root / "leaf.py").write_text(LEAF + "# a comment\n")  # the ast summary is the same
+    runs = []
+    real = model_mod._Propagation.run
+    monkeypatch.setattr(model_mod._Propagation, "run", lambda self: runs.append(1) or real(self))
+    edited = _run(root)
+    assert edited.files_linted == 1 and runs == []
+    (root / "leaf.py").write_text("\n" + LEAF)  # every line moves: the summary changes
+    assert _run(root).files_linted == 1 and runs == [1]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -61,7 +62,7 @@ class CacheSession:
         self.recorder = Recorder()
         self.files: dict[str, _File] = {}
         self.world: Optional[str] = None
-        self.linted_count = 0  # files whose entry was missing or stale: linted by this run
+        self._summary_digests: dict[str, str] = {}  # display path -> digest of its summary's content
         self._manifest: dict[str, tuple[int, int, int, str]] = {}
         self._manifest_dirty = False
         self._package_dirs: dict[str, tuple[str, ...]] = {}
@@ -248,7 +249,9 @@ class CacheSession:
             if model.has(f.shown) or f.linted or f.path.suffix != ".py":
                 continue
             self._add(model, f.shown, f.path, None)
-        keys = [(shown, self._summary_key(self.files[shown])) for shown in model.files if shown in self.files]
+        # what the summaries say, not their files' text: an edit that leaves every summary as it was
+        # (a comment, a changed string) keeps the propagation
+        keys = [(shown, self._summary_digests.get(shown) or _summary_digest(s)) for shown, s in model.files.items()]
         bases = sorted((name, tuple(b)) for name, b in index.class_bases.items())
         self._facts_key = digest(repr((self.config, keys, bases)).encode("utf-8", "surrogatepass"))
         facts = self.store.load("facts", self._facts_key)
@@ -271,8 +274,8 @@ class CacheSession:
             return
         key = self._summary_key(f)
         cached = self.store.load("summaries", key)
-        if isinstance(cached, tuple) and len(cached) == 1:
-            summary = cached[0]
+        if isinstance(cached, tuple) and len(cached) == 2:
+            summary, self._summary_digests[shown] = cached
             if summary is not None:
                 if text is not None:
                     summary.text_hash = hash(text)  # str hashes differ per process: the model compares them
@@ -286,7 +289,9 @@ class CacheSession:
                 return  # not linted, so not this run's error (as runner._semantic_model)
         model.add(shown, path, text)
         summary = model.files.get(shown)
-        self.store.save("summaries", key, (None if summary is None else dataclasses.replace(summary, text_hash=0),))
+        stored = None if summary is None else dataclasses.replace(summary, text_hash=0)
+        self._summary_digests[shown] = _summary_digest(stored)
+        self.store.save("summaries", key, (stored, self._summary_digests[shown]))
 
     def propagate(self, model) -> None:
         """Compute the propagated facts now (before workers fork) and keep them for the next run."""
@@ -307,7 +312,6 @@ class CacheSession:
     def end(self, shown: str, one) -> None:
         """Store one linted file's run, unless it holds a failure of fusionlint or asked an unknown question."""
         reads, cacheable = self.recorder.end()
-        self.linted_count += 1
         f = self.files.get(shown)
         if f is None or f.digest is None or reads is None or not cacheable or one.diffs:
             return
@@ -318,6 +322,12 @@ class CacheSession:
     def finish(self) -> None:
         if self._manifest_dirty:
             self.store.save_file(self.store.base / "manifest.pickle", self._manifest)
+
+
+def _summary_digest(summary) -> str:
+    if summary is not None and summary.text_hash:
+        summary = dataclasses.replace(summary, text_hash=0)  # per-process str hash: not content
+    return digest(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 _FINGERPRINT: Optional[str] = None
