@@ -88,6 +88,7 @@ def main() -> None:
     "--target-torch", "target_torch", metavar="VERSION", default=None,
     help="Judge findings for this torch version (e.g. 2.13). Default: the installed torch, else the newest measured.",
 )
+@click.option("--no-cache", "no_cache", is_flag=True, help="Lint every file; neither read nor write .fusionlint_cache/.")
 @click.option("--stdin-filename", default=None, metavar="PATH", help="With `-`: the path of the text read from stdin (config, per-file-ignores, messages).")
 @confirm_options  # confirm pass: --confirm, --confirm-on-gpu, --device, --jobs, --shard, --report, --verify ...
 def check(
@@ -107,6 +108,7 @@ def check(
     config_file: Optional[Path],
     category: Optional[str],
     target_torch: Optional[str],
+    no_cache: bool,
     stdin_filename: Optional[str],
     **confirm_kw,
 ) -> None:
@@ -134,7 +136,7 @@ def check(
         confirm = ConfirmCLI(confirm_kw, fix=fix or diff)  # --- confirm pass (fusionlint/confirm/cli.py)
         options = RunOptions(
             fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff, verify_fix=confirm.verify_hook(settings),
-            jobs=confirm.jobs,
+            jobs=confirm.jobs, cache=not no_cache,
         )
         outcome = run(targets, settings, options)
         confirm.run(outcome.result, settings)  # --- end confirm pass
@@ -223,6 +225,32 @@ def lsp_cmd() -> None:
     from fusionlint.lsp import main as serve
 
     raise click.exceptions.Exit(serve())
+
+
+@main.command("clean")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+def clean_cmd(path: Optional[Path]) -> None:
+    """Remove the findings cache (.fusionlint_cache/) of the project at PATH (default: here)."""
+    from fusionlint.cache.store import DIRNAME, NotOurs, clean
+
+    start = path if path is not None else Path.cwd()
+    if not start.exists():
+        raise _fail(f"path does not exist: {start}")
+    try:
+        root = load_settings(start).root
+        removed = clean(root)
+    except ConfigError as exc:
+        raise _fail(str(exc))
+    except NotOurs as exc:
+        raise _fail(f"{exc} was not made by fusionlint (no fusionlint CACHEDIR.TAG); not removed")
+    except OSError as exc:
+        raise _fail(f"cannot remove {root / DIRNAME}: {exc.strerror or exc}")
+    if removed is None:
+        click.echo(f"fusionlint: no cache in {root}")
+        return
+    names = {"static": "findings cache", "confirm": "confirm results"}
+    what = ", ".join(f"{names.get(part, part)}: {files:,} files, {size / 1e6:.1f} MB" for part, files, size in removed)
+    click.echo(f"fusionlint: removed {root / DIRNAME} ({what})")
 
 
 @main.command("rule")

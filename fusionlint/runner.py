@@ -15,12 +15,14 @@ from typing import Callable, Optional, Sequence
 from fusionlint import config as config_mod
 from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
+from fusionlint.cache.session import CacheSession
 from fusionlint.config import Settings
 from fusionlint.engine import Engine
 from fusionlint.files import SourceError, Snapshot, UsageError, WriteRefused, discover, display_path, read_source_encoded, write_fixed
 from fusionlint.fixes import fix_source
 from fusionlint.lines import split_lines
 from fusionlint.project.model import Project
+from fusionlint.project.scope import index_scope
 from fusionlint.registry import all_rules, unknown_selectors
 from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, Finding, Rule, RunResult
 
@@ -33,12 +35,16 @@ class RunOptions:
     # Called before a fixed text is written; returns False to veto it (the confirm pass's --verify).
     verify_fix: Optional[Callable[[Path, str, str, list[Finding]], bool]] = None
     jobs: Optional[int] = None  # processes that lint files in parallel; None: the available cores
+    # Serve unchanged files from .fusionlint_cache/ (fusionlint/cache). Read-only runs only: a
+    # --fix/--diff run always lints every file.
+    cache: bool = False
 
 
 @dataclass
 class Run:
     result: RunResult
     diffs: list[str] = field(default_factory=list)
+    files_linted: int = 0  # files the engine analysed in this run (not served from the cache)
 
     @property
     def internal_errors(self) -> list[FileError]:
@@ -78,6 +84,20 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         respect_gitignore=settings.respect_gitignore,
     )
     out = Run(RunResult(errors=list(errors), files_found=len(files) + len(errors)))
+    torch_version = torch_target.resolve(settings.target_torch)
+    out.result.target_torch = torch_target.format_version(torch_version)
+    # --- findings cache (fusionlint/cache): files whose entry holds for this very tree
+    cache = CacheSession(settings, rules, torch_version) if options.cache and not options.fix else None
+    served: dict[Path, Run] = {}
+    if cache is not None:
+        cache.scan(files, [str(p) for p in paths])
+        served = cache.served_as_is(files)
+        if len(served) == len(files):  # an unchanged tree: nothing to read, index or lint
+            out.result.paths.extend(cache.resolved(path) for path in files if path not in cache.unreadable)
+            _merge(out, [served[path] for path in files])
+            cache.finish()
+            return out
+    # --- end findings cache
     sources: list[tuple[Path, str, str, str]] = []
     snapshots: dict[Path, Snapshot] = {}
     project = ProjectIndex()
@@ -86,36 +106,59 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         try:
             if options.fix:  # taken before reading: a change in between makes the write refuse, never lose it
                 snapshots[path] = Snapshot.take(path)
-            text, encoding = read_source_encoded(path, writable=options.fix and not options.diff)
+            if cache is not None:
+                text, encoding = cache.read(path, shown)
+            else:
+                text, encoding = read_source_encoded(path, writable=options.fix and not options.diff)
         except SourceError as exc:
             out.result.errors.append(FileError(shown, str(exc), exc.line))
             continue
         except OSError as exc:
             out.result.errors.append(FileError(shown, f"cannot read file: {exc.strerror or exc}"))
             continue
-        project.add_file(shown, text)
+        if cache is not None:
+            cache.add_to_index(project, shown, text)
+        else:
+            project.add_file(shown, text)
         sources.append((path, shown, text, encoding))
         out.result.paths.append(str(path.resolve()))
-    torch_version = torch_target.resolve(settings.target_torch)
-    out.result.target_torch = torch_target.format_version(torch_version)
-    engine = Engine(rules, project, _semantic_model(sources, settings, paths), target_torch=torch_version)
+    if cache is not None:
+        model = Project()
+        cache.build_model(sources, model, project)
+    else:
+        model = _semantic_model(sources, settings, paths)
+    engine = Engine(rules, project, model, target_torch=torch_version)
+    if cache is not None:  # entries made in another tree whose cross-file facts still hold
+        cache.propagate(model)
+        served.update(cache.served_after_check([s[0] for s in sources if s[0] not in served], model, project))
+        cache.instrument(engine)
     may_write = _WritableArea(paths, settings.root)
     # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
     # collector from re-scanning them at every collection of the libcst trees (measured on timm:
     # the lint phase took 16 instead of 14 CPU seconds with them scanned). Unfrozen below.
     gc.freeze()  # also keeps forked workers from touching (and so copying) those pages
     try:
-        checker = _FileChecker(engine, settings, options, snapshots, may_write)
-        for one in _check_all(checker, sources, options):
-            out.result.findings.extend(one.result.findings)
-            out.result.errors.extend(one.result.errors)
-            out.result.files_checked += one.result.files_checked
-            out.result.fixed += one.result.fixed
-            out.diffs.extend(one.diffs)
+        checker = _FileChecker(engine, settings, options, snapshots, may_write, cache)
+        to_check = [source for source in sources if source[0] not in served]
+        checked = iter(_check_all(checker, to_check, options))
+        _merge(out, [served[source[0]] if source[0] in served else next(checked) for source in sources])
+        out.files_linted = len(to_check)
     finally:
         gc.unfreeze()
-    out.result.findings.sort(key=lambda f: f.sort_key)
+    if cache is not None:
+        cache.finish()
     return out
+
+
+def _merge(out: Run, runs: list[Run]) -> None:
+    """Add each file's Run (in the order given: the files' order) to the run's result."""
+    for one in runs:
+        out.result.findings.extend(one.result.findings)
+        out.result.errors.extend(one.result.errors)
+        out.result.files_checked += one.result.files_checked
+        out.result.fixed += one.result.fixed
+        out.diffs.extend(one.diffs)
+    out.result.findings.sort(key=lambda f: f.sort_key)
 
 
 def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Settings, paths: Sequence[str] = ()) -> Project:
@@ -143,28 +186,6 @@ def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Setting
     return model
 
 
-def index_scope(paths: Sequence[str], settings: Settings) -> list[Path]:
-    """What the project model indexes besides the linted files.
-
-    With a ``pyproject.toml`` the project is its directory. Without one the root is only the current
-    directory, which may be a home directory or /tmp: walking all of it would index unrelated code
-    (and take minutes), so the scope is then what was named — directories as given, and for a named
-    file the Python files beside it (its helpers), not its directory's subtree."""
-    if settings.config_path is not None:
-        return [settings.root]
-    scope: list[Path] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            scope.append(path)
-        elif path.parent.is_dir():
-            try:
-                scope.extend(sorted(p for p in path.parent.iterdir() if p.suffix == ".py" and p.is_file()))
-            except OSError:
-                continue
-    return scope
-
-
 @dataclass
 class _FileChecker:
     """Everything linting (and fixing) one file needs; shared by the worker processes of a run."""
@@ -174,9 +195,18 @@ class _FileChecker:
     options: RunOptions
     snapshots: dict[Path, Snapshot]
     may_write: "_WritableArea"
+    cache: Optional[CacheSession] = None
 
     def check(self, path: Path, shown: str, text: str, encoding: str) -> Run:
         """One file's findings, errors, fixes and diff, as a Run of its own (merged by the caller)."""
+        if self.cache is None:
+            return self._check(path, shown, text, encoding)
+        self.cache.begin()  # records the cross-file facts this file's analysis asks for
+        one = self._check(path, shown, text, encoding)
+        self.cache.end(shown, one)
+        return one
+
+    def _check(self, path: Path, shown: str, text: str, encoding: str) -> Run:
         out = Run(RunResult())
         engine, settings, options = self.engine, self.settings, self.options
         crashes: list[FileError] = []  # rules that raised on this file (in any fix round), once each

@@ -394,7 +394,7 @@ def test_without_a_config_file_only_what_was_named_is_indexed(tmp_path, monkeypa
     (tmp_path / "unrelated").mkdir()
     (tmp_path / "unrelated" / "other.py").write_text("Y = 2\n")
     monkeypatch.chdir(tmp_path)
-    from fusionlint.runner import index_scope
+    from fusionlint.project.scope import index_scope
     settings = Settings(root=tmp_path)
     assert index_scope(["proj/net.py"], settings) == [Path("proj/helpers.py"), Path("proj/net.py")]
     assert index_scope(["proj"], settings) == [Path("proj")]

@@ -113,9 +113,10 @@ class ProjectIndex:
     def add_file(self, path: str, text: str) -> None:
         self.update_file(path, text)
 
-    def update_file(self, path: str, text: str) -> None:
-        """Index ``text`` as the content of ``path``, replacing what an earlier version contributed."""
-        facts = _scan(text)
+    def update_file(self, path: str, text: str, facts: "_FileFacts | None" = None) -> None:
+        """Index ``text`` as the content of ``path``, replacing what an earlier version contributed.
+        ``facts``: what ``scanned(text)`` gave for this very text earlier (the findings cache keeps it)."""
+        facts = _scan(text) if facts is None else facts
         if self._files.get(path) == facts:
             # An edit inside a function body: no cross-file fact changed, only the text that
             # python_number_uses searches.
@@ -137,6 +138,10 @@ class ProjectIndex:
         self._texts[path] = text
         self._number_uses.clear()
         self._kind_cache.clear()
+
+    def scanned(self, path: str) -> "_FileFacts | None":
+        """What the scan of ``path``'s current text found (for the findings cache to keep)."""
+        return self._files.get(path)
 
     def remove_file(self, path: str) -> None:
         facts = self._files.pop(path, None)

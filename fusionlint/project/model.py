@@ -103,6 +103,25 @@ class Project:
                 del self.modules[old.module]
             self._forget()
 
+    # -- hooks for the findings cache (fusionlint/cache/session.py) -----------------------------------
+    def add_summary(self, summary: FileSummary) -> None:
+        """``add`` with the summary already made (a cached one for unchanged content)."""
+        self.remove(summary.path)
+        self.files[summary.path] = summary
+        self.modules.setdefault(summary.module, summary)
+        self._forget()
+
+    def export_facts(self) -> Optional[dict[tuple[str, str], FunctionFacts]]:
+        """The propagated facts, if computed (to be saved and handed to ``import_facts`` later)."""
+        return self._facts
+
+    def import_facts(self, facts: dict[tuple[str, str], FunctionFacts]) -> None:
+        """Take propagated facts computed earlier over exactly these summaries and name index."""
+        self._forget()
+        self._name_generation = getattr(self.name_index, "generation", 0)
+        self._facts = facts
+    # -- end hooks
+
     def _forget(self) -> None:
         self._facts = None
         self._compiled_modules = None

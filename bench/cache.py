@@ -1,0 +1,125 @@
+"""The findings cache over the model zoo: cold, warm and one-file-edited runs, wall and CPU seconds.
+
+    python bench/cache.py                 # timm + transformers (bench/zoo.py fetches them), jobs=1
+    python bench/cache.py --jobs 4 --corpus DIR
+
+The corpus is copied into a temporary project (the edits below must not touch the shared copy),
+then each run is a fresh process calling ``fusionlint.runner.run`` with the cache on:
+
+- cold: no cache directory; warm: the same tree again;
+- edit (comment): a comment appended to one model file (its ``ast`` summary stays the same, so the
+  cached propagation is reused);
+- edit (base class): a line inserted at the top of the file that defines a widely used base class
+  (every line of it moves, so the attribute facts its subclasses read change): that file plus
+  the files whose questions now get other answers are linted again.
+
+Each row: wall s, CPU s (the process and its workers), files linted by the engine (the rest
+were served from the cache), findings. The CLI's own warm wall time (interpreter start and
+imports included) is printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE / "bench"))
+
+_CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from fusionlint.config import load_settings
+from fusionlint.runner import RunOptions, run
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+root, jobs = Path(sys.argv[1]), int(sys.argv[2])
+c0, t1 = cpu(), time.perf_counter()
+out = run([str(root)], load_settings(root), RunOptions(jobs=jobs, cache=True))  # as the CLI does
+print(json.dumps({"wall": time.perf_counter() - t1, "cpu": cpu() - c0, "import": t1 - t0,
+                  "linted": out.files_linted, "files": out.result.files_checked,
+                  "findings": len(out.result.findings), "errors": len(out.result.errors)}))
+"""
+
+# (file, the base class it defines) tried in this order for the base-class edit
+_BASES = [("transformers/modeling_utils.py", "PreTrainedModel"), ("timm/layers/mlp.py", "Mlp")]
+
+
+def _one(root: Path, jobs: int) -> dict:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(root), str(jobs)], capture_output=True, text=True,
+                          check=True, cwd=HERE)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, action="append", help="directory to copy and lint (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1, help="static-pass worker processes")
+    args = parser.parse_args()
+    if args.corpus:
+        roots = args.corpus
+    else:
+        import zoo
+
+        roots = zoo.fetch()
+    with tempfile.TemporaryDirectory(prefix="fusionlint-cache-bench-") as tmp:
+        project = Path(tmp) / "project"
+        project.mkdir()
+        (project / "pyproject.toml").write_text("")
+        for root in roots:
+            shutil.copytree(root, project / root.name)
+        lines = sum(p.read_bytes().count(b"\n") for p in project.rglob("*.py"))
+        print(f"corpus: {', '.join(str(r) for r in roots)}; {lines:,} lines; jobs={args.jobs}; "
+              f"load average before: {_load()}; {time.strftime('%Y-%m-%d %H:%M')}; {os.cpu_count()} CPUs")
+        print()
+        print("| run | wall s | CPU s | files linted | files | findings | errors |")
+        print("|---|---|---|---|---|---|---|")
+
+        def row(label: str) -> None:
+            r = _one(project, args.jobs)
+            print(f"| {label} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['linted']:,} | {r['files']:,} | "
+                  f"{r['findings']:,} | {r['errors']} |", flush=True)
+
+        row("cold (no cache)")
+        row("warm (unchanged tree)")
+        row("warm again")
+        # copytree keeps the files' mtimes, so they are older than the cache's 2-second "racy
+        # mtime" window; the edited file is younger and is hashed again by the next runs
+        leaf = next(p for pattern in ("modeling_*.py", "models/*.py", "*.py") for p in sorted(project.rglob(pattern))
+                    if p.name != "__init__.py")
+        with open(leaf, "a", encoding="utf-8") as fh:
+            fh.write("\n# edited by bench/cache.py\n")
+        row(f"edit (comment) {leaf.relative_to(project)}")
+        row("warm after the edit")
+        base = next(((project / f, c) for f, c in _BASES if (project / f).is_file()), None)
+        if base is not None:
+            text = base[0].read_text(encoding="utf-8")
+            base[0].write_text("# edited by bench/cache.py: every line below moves\n" + text, encoding="utf-8")
+            row(f"edit (base class {base[1]}) {base[0].relative_to(project)}")
+            row("warm after the edit")
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "fusionlint.cli", "check", "-q", "--exit-zero", f"--jobs={args.jobs}", "."],
+                       cwd=project, capture_output=True, check=True)
+        print(f"\nCLI `fusionlint check` warm, whole process (start + imports + run): {time.perf_counter() - t0:.2f} s wall")
+        print(f"load average after: {_load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,270 @@
+"""Which cross-file facts one file's analysis read, and whether they still hold.
+
+While a file is linted, the engine's project model (``fusionlint.project.model.Project``) and
+regex name index (``fusionlint.analysis.project.ProjectIndex``) are seen through the proxies
+below. Each question asked (the kind of a class, its attributes gathered from bases and
+subclasses in any file, a function's propagated compiled context, whether a name is
+compiler-disabled somewhere...) is logged with a digest of its answer. A cached entry stays
+valid while every logged question still gets the same answer: editing a base class in another
+file changes the answer to ``attributes``/``class_kind`` of its subclasses and so invalidates
+exactly the files that asked.
+
+A question the proxies do not know (an attribute added to either class later) marks the file
+as not cacheable rather than letting an unrecorded fact through.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from fusionlint.cache.store import digest
+
+Read = tuple[tuple, str]  # (question, digest of the answer)
+
+
+class Recorder:
+    """The log of one file's questions; ``None`` as current log means nothing is recorded."""
+
+    def __init__(self) -> None:
+        self.reads: Optional[dict[tuple, str]] = None
+        self.cacheable = True
+
+    def begin(self) -> None:
+        self.reads, self.cacheable = {}, True
+
+    def end(self) -> tuple[Optional[list[Read]], bool]:
+        reads, self.reads = self.reads, None
+        return (sorted(reads.items(), key=repr) if reads is not None else None), self.cacheable
+
+    def log(self, question: tuple, answer: Any) -> Any:
+        if self.reads is not None and question not in self.reads:
+            self.reads[question] = answer_digest(answer)
+        return answer
+
+    def unknown(self, name: str) -> None:
+        if self.reads is not None:
+            self.cacheable = False
+
+
+def answer_digest(answer: Any) -> str:
+    return digest(_canonical(answer).encode("utf-8", "surrogatepass"))
+
+
+def _canonical(value: Any) -> str:
+    """A stable text for an answer: project objects by name, sets sorted, dataclasses by repr."""
+    from fusionlint.project.summary import ClassSummary, FileSummary
+
+    if isinstance(value, FileSummary):
+        return f"<file {value.path} {value.module}>"
+    if isinstance(value, ClassSummary):
+        return f"<class {value.name}>"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_canonical(k)}: {_canonical(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_canonical(v) for v in value) + "]"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_canonical(v) for v in value)) + "}"
+    return repr(value)
+
+
+# -- the project model ------------------------------------------------------------------------------
+
+
+class RecordingModel:
+    """``Project`` as the engine and ``apply_project`` ask it, one file at a time."""
+
+    def __init__(self, model, recorder: Recorder) -> None:
+        self._model = model
+        self._rec = recorder
+        self.files = _RecordingFiles(model, recorder)
+
+    @property
+    def real(self):
+        return self._model
+
+    @property
+    def name_index(self):
+        return self._model.name_index
+
+    @name_index.setter
+    def name_index(self, value) -> None:
+        self._model.name_index = value
+
+    def add(self, shown, path, text) -> None:  # the linted file's own text: part of the entry's key
+        self._model.add(shown, path, text)
+
+    def has(self, shown: str) -> bool:
+        return self._rec.log(("model.has", shown), self._model.has(shown))
+
+    def has_compiled(self, shown: str) -> bool:
+        return self._rec.log(("model.has_compiled", shown), self._model.has_compiled(shown))
+
+    def class_kind(self, summary, cls, seen: frozenset = frozenset()):
+        return self._rec.log(("model.class_kind", summary.path, cls.name), self._model.class_kind(summary, cls, seen))
+
+    def attributes(self, summary, cls):
+        return self._rec.log(("model.attributes", summary.path, cls.name), self._model.attributes(summary, cls))
+
+    def function_facts(self, shown: str, qualname: str):
+        return self._rec.log(("model.function_facts", shown, qualname), self._model.function_facts(shown, qualname))
+
+    def __getattr__(self, name: str):
+        self._rec.unknown(f"model.{name}")
+        return getattr(self._model, name)
+
+
+class _RecordingFiles:
+    """``model.files.get(path)``: the file's own summary, which depends on its module name too."""
+
+    def __init__(self, model, recorder: Recorder) -> None:
+        self._model, self._rec = model, recorder
+
+    def get(self, shown: str, default=None):
+        found = self._model.files.get(shown, default)
+        self._rec.log(("model.summary", shown), None if found is None else (found.module, found.is_package))
+        return found
+
+    def __contains__(self, shown: str) -> bool:
+        return self._rec.log(("model.has", shown), shown in self._model.files)
+
+    def __getitem__(self, shown: str):
+        found = self.get(shown)
+        if found is None:
+            raise KeyError(shown)
+        return found
+
+    def __getattr__(self, name: str):
+        self._rec.unknown(f"model.files.{name}")
+        return getattr(self._model.files, name)
+
+
+# -- the regex name index ---------------------------------------------------------------------------
+
+
+class RecordingIndex:
+    """``ProjectIndex`` as ``mark_compiled`` and the rules ask it."""
+
+    def __init__(self, index, recorder: Recorder) -> None:
+        self._index = index
+        self._rec = recorder
+        self.disabled_functions = _RecordingSet(index, "disabled_functions", recorder)
+        self.attribute_writes = _RecordingTable(index, "attribute_writes", recorder)
+        self.self_attribute_writes = _RecordingTable(index, "self_attribute_writes", recorder)
+
+    @property
+    def real(self):
+        return self._index
+
+    @property
+    def generation(self) -> int:
+        return self._index.generation
+
+    def class_kind(self, name: str, _seen: frozenset = frozenset()):
+        return self._rec.log(("index.class_kind", name), self._index.class_kind(name, _seen))
+
+    def python_number_uses(self, attr: str):
+        return self._rec.log(("index.python_number_uses", attr), self._index.python_number_uses(attr))
+
+    def __getattr__(self, name: str):
+        value = getattr(self._index, name)  # AttributeError passes (getattr(ctx.project, "x", None))
+        if name == "file_mentions" and callable(value):
+            return lambda path, cls: self._rec.log(("index.file_mentions", path, cls), value(path, cls))
+        self._rec.unknown(f"index.{name}")
+        return value
+
+
+class _RecordingSet:
+    def __init__(self, index, name: str, recorder: Recorder) -> None:
+        self._index, self._name, self._rec = index, name, recorder
+
+    def __contains__(self, item) -> bool:
+        return self._rec.log((f"index.{self._name}", item), item in getattr(self._index, self._name))
+
+    def __getattr__(self, name: str):
+        self._rec.unknown(f"index.{self._name}.{name}")
+        return getattr(getattr(self._index, self._name), name)
+
+    def __iter__(self):
+        self._rec.unknown(f"index.{self._name}.__iter__")
+        return iter(getattr(self._index, self._name))
+
+
+class _RecordingTable:
+    def __init__(self, index, name: str, recorder: Recorder) -> None:
+        self._index, self._name, self._rec = index, name, recorder
+
+    def _lookup(self, key):
+        table = getattr(self._index, self._name)
+        return list(table[key]) if key in table else None  # not table.get: a defaultdict must not grow
+
+    def get(self, key, default=None):
+        found = self._rec.log((f"index.{self._name}", key), self._lookup(key))
+        return default if found is None else found
+
+    def __contains__(self, key) -> bool:
+        return self.get(key) is not None
+
+    def __getitem__(self, key):
+        found = self.get(key)
+        return found if found is not None else []
+
+    def __getattr__(self, name: str):
+        self._rec.unknown(f"index.{self._name}.{name}")
+        return getattr(getattr(self._index, self._name), name)
+
+
+# -- asking again -----------------------------------------------------------------------------------
+
+
+def still_holds(reads: list[Read], model, index) -> bool:
+    """Do the project model and index of this run give every logged question the same answer?"""
+    for question, expected in reads:
+        try:
+            answer = _ask(question, model, index)
+        except _Gone:
+            return False
+        if answer_digest(answer) != expected:
+            return False
+    return True
+
+
+class _Gone(Exception):
+    """The question names a file or class the project no longer has."""
+
+
+def _class_of(model, path: str, name: str):
+    summary = model.files.get(path)
+    cls = summary.classes.get(name) if summary is not None else None
+    if cls is None:
+        raise _Gone()
+    return summary, cls
+
+
+def _table(index, name: str, key):
+    table = getattr(index, name)
+    return list(table[key]) if key in table else None
+
+
+_QUESTIONS: dict[str, Callable] = {
+    "model.has": lambda m, i, shown: m.has(shown),
+    "model.has_compiled": lambda m, i, shown: m.has_compiled(shown),
+    "model.summary": lambda m, i, shown: (
+        None if m.files.get(shown) is None else (m.files[shown].module, m.files[shown].is_package)
+    ),
+    "model.class_kind": lambda m, i, path, name: m.class_kind(*_class_of(m, path, name)),
+    "model.attributes": lambda m, i, path, name: m.attributes(*_class_of(m, path, name)),
+    "model.function_facts": lambda m, i, shown, qual: m.function_facts(shown, qual),
+    "index.class_kind": lambda m, i, name: i.class_kind(name),
+    "index.python_number_uses": lambda m, i, attr: i.python_number_uses(attr),
+    "index.file_mentions": lambda m, i, path, cls: i.file_mentions(path, cls),
+    "index.disabled_functions": lambda m, i, name: name in i.disabled_functions,
+    "index.attribute_writes": lambda m, i, key: _table(i, "attribute_writes", key),
+    "index.self_attribute_writes": lambda m, i, key: _table(i, "self_attribute_writes", key),
+}
+
+
+def _ask(question: tuple, model, index):
+    ask = _QUESTIONS.get(question[0])
+    if ask is None:
+        raise _Gone()
+    return ask(model, index, *question[1:])

@@ -1,0 +1,360 @@
+"""One run's use of the findings cache: which files can be served, the project model from
+cached summaries and propagation, and the entries written for the files linted.
+
+Three layers, each keyed by what it is computed from:
+
+- **manifest**: display path -> (size, mtime_ns, inode, content digest). A file whose stat is
+  unchanged is not read at all; otherwise its bytes are hashed (the digest is the key, the stat
+  only a shortcut). A file modified within the last two seconds is not trusted to stat (its
+  mtime could repeat after a second edit in the same tick) and is hashed again next run.
+- **summaries** (``ast`` pass, per file, keyed by content + module name + fusionlint's code) and
+  the **propagated facts** of the whole model (keyed by every summary in model order + the class
+  names of the regex index), so a run where something changed does not redo the ``ast`` pass of
+  unchanged files, nor the propagation when no summary changed.
+- **findings entries**, keyed by content + path + fusionlint's code + settings + target torch +
+  rules. Each holds the file's result, the questions its analysis asked other files (see
+  ``fusionlint.cache.recording``) and the *world* it was computed in: the digest of every project
+  file's path, content and module name. An entry of the same world is served as is (an
+  unchanged tree needs no model at all); one of another world is served when all its questions
+  get the same answers from this run's model, and is stamped with the new world.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import fusionlint
+from fusionlint.cache.recording import RecordingIndex, RecordingModel, Recorder, still_holds
+from fusionlint.cache.store import FORMAT, Store, digest
+from fusionlint.project.scope import index_scope
+from fusionlint.files import (
+    DEFAULT_MAX_BYTES, SourceError, UsageError, decode_source, discover, display_path, read_source_encoded,
+)
+from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, RunResult
+
+_RACY_NS = 2_000_000_000  # files younger than this are hashed again next run (see the module doc)
+
+
+@dataclasses.dataclass
+class _File:
+    path: Path
+    shown: str
+    digest: Optional[str]  # None: could not be read (its lint reports why)
+    module: tuple[str, bool]
+    linted: bool
+
+
+class CacheSession:
+    def __init__(self, settings, rules, torch_version) -> None:
+        self.settings = settings
+        self.store = Store(settings.root)
+        self.config = digest(
+            repr(
+                (FORMAT, fusionlint.__version__, _code_fingerprint(), sys.version_info[:2], [r.code for r in rules],
+                 dataclasses.astuple(settings), torch_version)
+            ).encode("utf-8", "surrogatepass")
+        )
+        self.recorder = Recorder()
+        self.files: dict[str, _File] = {}
+        self.world: Optional[str] = None
+        self._summary_digests: dict[str, str] = {}  # display path -> digest of its summary's content
+        self._manifest: dict[str, tuple[int, int, int, str]] = {}
+        self._manifest_dirty = False
+        self._package_dirs: dict[str, tuple[str, ...]] = {}
+        self._real_dirs: dict[str, str] = {}
+        self.shown: dict[Path, str] = {}  # linted path -> display path
+        self._facts_key: Optional[str] = None
+        self._facts_loaded = False
+        self.unreadable: set[Path] = set()  # served files whose entry is a read error (not in result.paths)
+
+    # -- 1. what the tree is now --------------------------------------------------------------------
+    def scan(self, linted: list[Path], given: list[str]) -> None:
+        """Digest every project file (the linted ones, then every Python file under the root)."""
+        manifest = self.store.load_file(self.store.base / "manifest.pickle")
+        self._manifest = manifest if isinstance(manifest, dict) else {}
+        root = self.settings.root
+        for path in linted:
+            shown = self.shown[path] = display_path(path, root)
+            self.files.setdefault(shown, self._file(path, shown, True))
+        scope = index_scope(given, self.settings)
+        named = {os.path.realpath(p) for p in given}
+        if not all(os.path.realpath(p) in named for p in scope):  # else they are the linted files already
+            for path in self._project_files(scope):
+                shown = display_path(path, root)
+                if shown not in self.files and path.suffix == ".py":
+                    self.files[shown] = self._file(path, shown, False)
+        self.world = digest(repr([(f.shown, f.digest, f.module, f.linted) for f in self.files.values()]).encode(
+            "utf-8", "surrogatepass"))
+
+    def _project_files(self, scope: list[Path]) -> list[Path]:
+        s = self.settings
+        try:
+            found, _ = discover(scope, root=s.root, exclude=s.exclude, extend_exclude=s.extend_exclude,
+                                respect_gitignore=s.respect_gitignore)
+        except (OSError, ValueError, UsageError):
+            return []
+        return found
+
+    def _file(self, path: Path, shown: str, linted: bool) -> _File:
+        return _File(path, shown, self._digest(path, shown), self._module(path), linted)
+
+    def _digest(self, path: Path, shown: str) -> Optional[str]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        known = self._manifest.get(shown)
+        if known is not None and known[:3] == (st.st_size, st.st_mtime_ns, st.st_ino):
+            return known[3]
+        if st.st_size > DEFAULT_MAX_BYTES:
+            return None
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(DEFAULT_MAX_BYTES + 1)
+        except OSError:
+            return None
+        found = digest(data)
+        if time.time_ns() - st.st_mtime_ns > _RACY_NS:
+            self._manifest[shown] = (st.st_size, st.st_mtime_ns, st.st_ino, found)
+        else:
+            self._manifest.pop(shown, None)
+        self._manifest_dirty = True
+        return found
+
+    def _module(self, path: Path) -> tuple[str, bool]:
+        """``fusionlint.project.model.module_name``, each directory's package prefix worked out once
+        (on strings: pathlib's objects cost more than the lookups on a large tree)."""
+        directory, name = os.path.split(str(path))
+        stem = name.rsplit(".", 1)[0] if "." in name[1:] else name
+        if name == "__init__.py":
+            parent, dirname = os.path.split(directory)
+            prefix = self._package_prefix(parent)
+            return ".".join([*prefix, dirname]) or stem, True
+        return ".".join([*self._package_prefix(directory), stem]) or stem, False
+
+    def _package_prefix(self, directory: str) -> tuple[str, ...]:
+        """The package names ``directory`` and the packages around it make: ("pkg", "sub") or ()."""
+        found = self._package_dirs.get(directory)
+        if found is None:
+            parent, name = os.path.split(directory)
+            if parent == directory or not os.path.isfile(os.path.join(directory, "__init__.py")):
+                found = ()
+            else:
+                found = (*self._package_prefix(parent), name)
+            self._package_dirs[directory] = found
+        return found
+
+    def resolved(self, path: Path) -> str:
+        """``str(path.resolve())``, each directory resolved once."""
+        text = str(path)
+        if os.path.islink(text):
+            return os.path.realpath(text)
+        directory, name = os.path.split(os.path.abspath(text))
+        real = self._real_dirs.get(directory)
+        if real is None:
+            real = self._real_dirs[directory] = os.path.realpath(directory)
+        return os.path.join(real, name)
+
+    # -- 2. entries ---------------------------------------------------------------------------------
+    def _entry_key(self, f: _File) -> str:
+        return digest(f"{self.config}\0{f.shown}\0{f.digest}".encode("utf-8", "surrogatepass"))
+
+    def _entry(self, shown: str):
+        f = self.files.get(shown)
+        if f is None or f.digest is None:
+            return None
+        entry = self.store.load("findings", self._entry_key(f))
+        if not (isinstance(entry, dict) and {"world", "reads", "run"} <= entry.keys()):
+            return None
+        return entry
+
+    def served_as_is(self, linted: list[Path]) -> dict[Path, object]:
+        """The runs of the linted files whose entry was made in this very world."""
+        out = {}
+        self.unreadable = set()
+        for path in linted:
+            entry = self._entry(self.shown[path])
+            if entry is not None and entry["world"] == self.world and self.world is not None:
+                out[path] = entry["run"]
+                if entry.get("unreadable"):
+                    self.unreadable.add(path)
+        return out
+
+    def _save_unreadable(self, f: _File, error: FileError) -> None:
+        from fusionlint.runner import Run  # the runner imports this module
+
+        one = Run(RunResult(errors=[error]))
+        self.store.save("findings", self._entry_key(f), {"world": self.world, "reads": [], "run": one, "unreadable": True})
+
+    def served_after_check(self, pending: list[Path], model, index) -> dict[Path, object]:
+        """The runs of ``pending`` whose entry's questions get the same answers in this run's model."""
+        out = {}
+        for path in pending:
+            shown = self.shown[path]
+            entry = self._entry(shown)
+            if entry is None or entry.get("unreadable") or not still_holds(entry["reads"], model, index):
+                continue
+            out[path] = entry["run"]
+            if self.world is not None:  # stamp it: the next run of this tree serves it unchecked
+                self.store.save("findings", self._entry_key(self.files[shown]), {**entry, "world": self.world})
+        return out
+
+    def read(self, path: Path, shown: str) -> tuple[str, str]:
+        """``files.read_source_encoded`` for a linted file, also checking that the bytes are the
+        ones scanned: a file changed since the scan gets its new digest (its entry is then
+        keyed by what was linted) and this run's world is not one tree, so nothing is stamped with it."""
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(DEFAULT_MAX_BYTES + 1)
+        except OSError:
+            data = None
+        if data is None or len(data) > DEFAULT_MAX_BYTES:
+            return read_source_encoded(path)  # its own message for what went wrong
+        f = self.files.get(shown)
+        now = digest(data)
+        if f is not None and f.digest != now:
+            f.digest = now
+            self.world = None
+        try:
+            return decode_source(data)
+        except SourceError as exc:  # undecodable, NUL bytes: an entry too, or every run would miss
+            if f is not None:
+                self._save_unreadable(f, FileError(shown, str(exc), exc.line))
+            raise
+
+    # -- 3. the name index and the project model -------------------------------------------------------
+    def add_to_index(self, index, shown: str, text: str) -> None:
+        """``index.add_file``, with the regex scan of unchanged content taken from the cache."""
+        f = self.files.get(shown)
+        key = None if f is None or f.digest is None else digest(f"{self.config_code}\0{f.digest}".encode())
+        cached = self.store.load("scans", key) if key is not None else None
+        if isinstance(cached, tuple) and len(cached) == 1:
+            index.update_file(shown, text, cached[0])
+            return
+        index.add_file(shown, text)
+        if key is not None and index.scanned(shown) is not None:
+            self.store.save("scans", key, (index.scanned(shown),))
+
+    def build_model(self, sources, model, index) -> None:
+        """Fill ``model`` as ``runner._semantic_model`` does (linted sources, then the rest of the
+        root, in that order), from cached summaries where the content is unchanged."""
+        model.name_index = index  # before the facts: a later change of index makes the model start over
+        for path, shown, text, _ in sources:
+            self._add(model, shown, path, text)
+        for f in list(self.files.values()):
+            if model.has(f.shown) or f.linted or f.path.suffix != ".py":
+                continue
+            self._add(model, f.shown, f.path, None)
+        # what the summaries say, not their files' text: an edit that leaves every summary as it was
+        # (a comment, a changed string) keeps the propagation
+        keys = [(shown, self._summary_digests.get(shown) or _summary_digest(s)) for shown, s in model.files.items()]
+        bases = sorted((name, tuple(b)) for name, b in index.class_bases.items())
+        self._facts_key = digest(repr((self.config, keys, bases)).encode("utf-8", "surrogatepass"))
+        facts = self.store.load("facts", self._facts_key)
+        if isinstance(facts, dict):
+            model.import_facts(facts)
+            self._facts_loaded = True
+
+    def _summary_key(self, f: _File) -> str:
+        return digest(repr((self.config_code, f.digest, f.module)).encode("utf-8", "surrogatepass"))
+
+    @property
+    def config_code(self) -> str:
+        return _code_fingerprint()
+
+    def _add(self, model, shown: str, path: Path, text: Optional[str]) -> None:
+        f = self.files.get(shown)
+        if f is None or f.digest is None:  # not scanned (cannot happen) or unreadable: no cache
+            if text is not None:
+                model.add(shown, path, text)
+            return
+        key = self._summary_key(f)
+        cached = self.store.load("summaries", key)
+        if isinstance(cached, tuple) and len(cached) == 2:
+            summary, self._summary_digests[shown] = cached
+            if summary is not None:
+                if text is not None:
+                    summary.text_hash = hash(text)  # str hashes differ per process: the model compares them
+                model.add_summary(summary)
+            return
+        if text is None:
+            try:
+                with open(path, "rb") as fh:
+                    text, _ = decode_source(fh.read(DEFAULT_MAX_BYTES + 1))
+            except (OSError, SourceError):
+                return  # not linted, so not this run's error (as runner._semantic_model)
+        model.add(shown, path, text)
+        summary = model.files.get(shown)
+        stored = None if summary is None else dataclasses.replace(summary, text_hash=0)
+        self._summary_digests[shown] = _summary_digest(stored)
+        self.store.save("summaries", key, (stored, self._summary_digests[shown]))
+
+    def propagate(self, model) -> None:
+        """Compute the propagated facts now (before workers fork) and keep them for the next run."""
+        model.function_facts("", "")
+        if not self._facts_loaded and self._facts_key is not None:
+            facts = model.export_facts()
+            if facts is not None:
+                self.store.save("facts", self._facts_key, facts)
+
+    # -- 4. linting with the questions recorded ---------------------------------------------------------
+    def instrument(self, engine) -> None:
+        engine.model = RecordingModel(engine.model, self.recorder)
+        engine.project = RecordingIndex(engine.project, self.recorder)
+
+    def begin(self) -> None:
+        self.recorder.begin()
+
+    def end(self, shown: str, one) -> None:
+        """Store one linted file's run, unless it holds a failure of fusionlint or asked an unknown question."""
+        reads, cacheable = self.recorder.end()
+        f = self.files.get(shown)
+        if f is None or f.digest is None or reads is None or not cacheable or one.diffs:
+            return
+        if any(e.code == INTERNAL_ERROR_CODE for e in one.result.errors):
+            return
+        self.store.save("findings", self._entry_key(f), {"world": self.world, "reads": reads, "run": one})
+
+    def finish(self) -> None:
+        if self._manifest_dirty:
+            self.store.save_file(self.store.base / "manifest.pickle", self._manifest)
+
+
+def _summary_digest(summary) -> str:
+    if summary is not None and summary.text_hash:
+        summary = dataclasses.replace(summary, text_hash=0)  # per-process str hash: not content
+    return digest(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+_FINGERPRINT: Optional[str] = None
+
+
+def _code_fingerprint() -> str:
+    """fusionlint's own code (the package and its rules, by size and mtime): an edited rule or a new
+    version must not be served an older one's findings, even with the version number unchanged."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import fusionlint.rules as rules_package
+
+        seen = []
+        # the package directory itself, not all of fusionlint.__path__: in a checkout that also
+        # holds the repository root (for ``rules/``), and walking it would walk the whole checkout
+        for top in [os.path.dirname(fusionlint.__file__), *rules_package.__path__]:
+            for dirpath, dirnames, names in os.walk(top):
+                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+                for name in sorted(names):
+                    if name.endswith(".py"):
+                        full = os.path.join(dirpath, name)
+                        try:
+                            st = os.stat(full)
+                        except OSError:
+                            continue
+                        seen.append((full, st.st_size, st.st_mtime_ns))
+        _FINGERPRINT = digest(repr(sorted(set(seen))).encode("utf-8", "surrogatepass"))
+    return _FINGERPRINT

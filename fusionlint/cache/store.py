@@ -1,0 +1,161 @@
+"""The cache directory: where entries live, how one is written and read back.
+
+``.fusionlint_cache/`` in the project root, tagged as a cache (``CACHEDIR.TAG``, so backup tools
+skip it) and ignored by git (a ``.gitignore`` of ``*``). Every file is written to a temporary file
+in the same directory and moved into place with ``os.replace``, so a reader (another run at the
+same time) sees the old file or the new one, never half of one. Each file starts with a header
+(format name + version) and a digest of its payload: a truncated or corrupt file, or one written
+by another format version, reads as absent and is written again by the run that misses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+DIRNAME = ".fusionlint_cache"
+# Bumped whenever the layout or any pickled class changes shape: older files then read as absent.
+FORMAT = b"fusionlint-cache 1\n"
+_DIGEST_SIZE = 16
+_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by fusionlint.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+
+
+def digest(data: bytes) -> str:
+    """A short stable digest (hex) for cache keys: blake2b, 128 bits."""
+    return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).hexdigest()
+
+
+class Store:
+    """One cache directory. Reads never raise for a bad file; writes that fail are skipped
+    (a read-only checkout still lints, only without a cache)."""
+
+    def __init__(self, root: Path) -> None:
+        self.top = root / DIRNAME
+        self.base = self.top / "static"  # beside confirm/ (fusionlint/confirm/cache.py)
+        self._base_text = str(self.base)
+        self._ready = False
+
+    def _prepare(self) -> bool:
+        if self._ready:
+            return True
+        try:
+            self.base.mkdir(parents=True, exist_ok=True)
+            tag = self.top / "CACHEDIR.TAG"
+            if not tag.exists():
+                _write_atomic(tag, _TAG.encode())
+            ignore = self.top / ".gitignore"
+            if not ignore.exists():
+                _write_atomic(ignore, b"# created by fusionlint: the whole directory is a cache\n*\n")
+        except OSError:
+            return False
+        self._ready = True
+        return True
+
+    def path(self, kind: str, key: str) -> Path:
+        # two-character fan-out: no directory holds more than a few hundred files on a large tree
+        return Path(self._path(kind, key))
+
+    def _path(self, kind: str, key: str) -> str:
+        return os.path.join(self._base_text, kind, key[:2], key[2:] + ".pickle")
+
+    def load(self, kind: str, key: str) -> Optional[Any]:
+        return self.load_file(self._path(kind, key))
+
+    def load_file(self, path: "Path | str") -> Optional[Any]:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        head = len(FORMAT) + _DIGEST_SIZE * 2
+        if len(data) < head or not data.startswith(FORMAT):
+            return None
+        payload = data[head:]
+        if data[len(FORMAT) : head].decode("ascii", "replace") != digest(payload):
+            return None  # truncated or damaged
+        try:
+            return pickle.loads(payload)
+        except Exception:  # a class renamed since (the format number should have moved): absent
+            return None
+
+    def save(self, kind: str, key: str, value: Any) -> None:
+        self.save_file(self.path(kind, key), value)
+
+    def save_file(self, path: Path, value: Any) -> None:
+        if not self._prepare():
+            return
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(path, FORMAT + digest(payload).encode("ascii") + payload)
+        except OSError:
+            pass
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# What fusionlint itself puts in the directory: the static cache, the confirm pass's results
+# (fusionlint/confirm/cache.py, which writes no tag of its own) and the two marker files.
+_OURS = frozenset({"static", "confirm", "CACHEDIR.TAG", ".gitignore"})
+
+
+class NotOurs(Exception):
+    """A directory named like the cache that fusionlint did not make: never deleted."""
+
+
+def is_ours(top: Path) -> bool:
+    try:
+        tag = (top / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace")
+        if tag.startswith(_TAG.splitlines()[0]) and "fusionlint" in tag:
+            return True
+    except OSError:
+        pass
+    try:
+        return set(os.listdir(top)) <= _OURS
+    except OSError:
+        return False
+
+
+def clean(root: Path) -> Optional[list[tuple[str, int, int]]]:
+    """Remove the cache directory under ``root``; returns (part, files, bytes) for each part
+    removed ("static", "confirm", ...), or None when there was no cache. Raises ``NotOurs`` for a
+    directory of that name that fusionlint did not make (a user's own folder is never deleted)."""
+    top = root / DIRNAME
+    if not os.path.lexists(top):
+        return None
+    if top.is_symlink() or not top.is_dir() or not is_ours(top):
+        raise NotOurs(str(top))
+    parts: dict[str, list[int]] = {}
+    for dirpath, _, names in os.walk(top):
+        rel = os.path.relpath(dirpath, top)
+        part = "" if rel == "." else rel.split(os.sep, 1)[0]
+        for name in names:
+            counts = parts.setdefault(part or name, [0, 0])
+            counts[0] += 1
+            try:
+                counts[1] += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    shutil.rmtree(top, ignore_errors=True)
+    return [(part, files, size) for part, (files, size) in sorted(parts.items())]

@@ -1,0 +1,288 @@
+"""The findings cache (.fusionlint_cache/): what a re-run lints again, and that what it serves is right.
+
+Hits and misses are observed through ``Run.files_linted`` (files the engine analysed in that run),
+never through timing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from fusionlint.cache.store import DIRNAME, Store
+from fusionlint.cli import main
+from fusionlint.config import load_settings
+from fusionlint.runner import RunOptions, run
+
+BASE = "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n"
+PLAIN_BASE = "class Base:\n    pass\n"
+SUB = "from base import Base\n\n\nclass Sub(Base):\n    def forward(self, x):\n        return x.item()\n"
+LEAF = "import torch\n\n\ndef helper(x):\n    return x + 1\n"
+OLD = 1_600_000_000  # an mtime long past: the cache trusts the stat of files older than 2 seconds
+
+
+def _project(root: Path, **files: str) -> Path:
+    (root / "pyproject.toml").write_text("[tool.fusionlint]\n")
+    for name, text in {"base": BASE, "sub": SUB, "leaf": LEAF, **files}.items():
+        (root / f"{name}.py").write_text(text)
+    return root
+
+
+def _run(root: Path, *, jobs: int = 1, cache: bool = True, overrides=None, **options):
+    return run([str(root)], load_settings(root, overrides=overrides), RunOptions(jobs=jobs, cache=cache, **options))
+
+
+def _found(outcome) -> list[tuple]:
+    r = outcome.result
+    return [(f.path, f.line, f.column, f.code, f.message) for f in r.findings] + [
+        (e.path, e.line, e.message) for e in r.errors
+    ]
+
+
+def _entries(root: Path) -> list[Path]:
+    return sorted((root / DIRNAME / "static" / "findings").rglob("*.pickle"))
+
+
+def test_a_second_run_serves_every_file_and_finds_the_same(tmp_path):
+    root = _project(tmp_path)
+    cold = _run(root)
+    warm = _run(root)
+    assert cold.files_linted == 3 and warm.files_linted == 0
+    assert _found(warm) == _found(cold) == _found(_run(root, cache=False))
+    assert [f.code for f in warm.result.findings] == ["FL101"]
+    assert warm.result.files_checked == cold.result.files_checked == 3
+
+
+def test_an_unchanged_tree_is_not_read_again(tmp_path, monkeypatch):
+    root = _project(tmp_path)
+    for path in root.glob("*.py"):
+        os.utime(path, (OLD, OLD))
+    expected = _found(_run(root))
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError(f"source read on a warm run: {args[0]}")
+
+    monkeypatch.setattr("fusionlint.cache.session.open", no_reading, raising=False)
+    monkeypatch.setattr("fusionlint.runner.read_source_encoded", no_reading)
+    warm = _run(root)
+    assert warm.files_linted == 0 and _found(warm) == expected
+
+
+def test_editing_a_base_class_changes_the_subclass_findings_in_another_file(tmp_path):
+    root = _project(tmp_path)
+    assert [(f.path, f.code) for f in _run(root).result.findings] == [("sub.py", "FL101")]
+    (root / "base.py").write_text(PLAIN_BASE)  # Sub is no longer a module: its forward is not compiled
+    edited = _run(root)
+    assert edited.result.findings == []
+    assert edited.files_linted == 2  # base.py (new text) and sub.py (its base's kind changed); not leaf.py
+    assert _found(edited) == _found(_run(root, cache=False))
+    (root / "base.py").write_text(BASE)
+    back = _run(root)
+    assert [(f.path, f.code) for f in back.result.findings] == [("sub.py", "FL101")]
+    assert back.files_linted == 1  # sub.py again; base.py's earlier entry holds for this text
+
+
+def test_editing_a_file_nothing_depends_on_lints_only_that_file(tmp_path):
+    root = _project(tmp_path)
+    _run(root)
+    (root / "leaf.py").write_text(LEAF + "\n\ndef other(y):\n    return y\n")
+    edited = _run(root)
+    assert edited.files_linted == 1
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_a_new_file_that_adds_a_subclass_is_seen(tmp_path):
+    root = _project(tmp_path, sub=SUB.replace("return x.item()", "return self.scale(x)") + "    def scale(self, x):\n        return x\n")
+    _run(root)
+    # a subclass elsewhere defines what `self.scale` is: code in sub.py is asked about again
+    (root / "more.py").write_text("from sub import Sub\n\n\nclass More(Sub):\n    def forward(self, x):\n        return x.item()\n")
+    again = _run(root)
+    assert again.files_linted >= 1
+    assert _found(again) == _found(_run(root, cache=False))
+    assert ("more.py", "FL101") in [(f.path, f.code) for f in again.result.findings]
+
+
+def test_an_undecodable_file_is_served_as_its_error(tmp_path):
+    root = _project(tmp_path)
+    (root / "bad.py").write_bytes(b"x = 1\x00\n")
+    cold = _run(root)
+    warm = _run(root)
+    assert warm.files_linted == 0
+    assert _found(warm) == _found(cold) and [e.path for e in warm.result.errors] == ["bad.py"]
+    assert warm.result.paths == cold.result.paths
+
+
+def test_changed_settings_lint_everything_again(tmp_path):
+    root = _project(tmp_path)
+    _run(root)
+    assert _run(root, overrides={"ignore": ["FL101"]}).files_linted == 3
+    assert _run(root, overrides={"ignore": ["FL101"]}).files_linted == 0
+    assert _run(root, overrides={"target_torch": "2.8"}).files_linted == 3
+    assert _run(root).files_linted == 0  # the first settings' entries are still there
+
+
+def test_a_corrupt_or_truncated_entry_is_ignored_and_written_again(tmp_path):
+    root = _project(tmp_path)
+    expected = _found(_run(root))
+    entries = _entries(root)
+    assert len(entries) == 3
+    entries[0].write_bytes(entries[0].read_bytes()[:40])  # truncated
+    entries[1].write_bytes(b"\x80\x05garbage")  # not even our header
+    data = bytearray(entries[2].read_bytes())
+    data[-5] ^= 0xFF  # one byte flipped inside the payload
+    entries[2].write_bytes(bytes(data))
+    again = _run(root)
+    assert again.files_linted == 3 and _found(again) == expected
+    assert _run(root).files_linted == 0  # rewritten whole
+
+
+def test_a_corrupt_summary_or_manifest_is_ignored(tmp_path):
+    root = _project(tmp_path)
+    expected = _found(_run(root))
+    for path in (root / DIRNAME).rglob("*.pickle"):
+        path.write_bytes(b"")
+    assert _found(_run(root)) == expected
+
+
+def test_what_is_served_comes_from_the_cache_and_no_cache_does_not_use_it(tmp_path):
+    root = _project(tmp_path)
+    _run(root)
+    _poison(root)
+    assert _run(root).result.findings == []  # served: proof that a warm run reads the entries
+    assert [f.code for f in _run(root, cache=False).result.findings] == ["FL101"]
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(root)])
+    assert result.exit_code == 1 and "FL101" in result.output
+
+
+def test_no_cache_writes_nothing(tmp_path):
+    root = _project(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", str(root)])
+    assert result.exit_code == 1
+    assert not (root / DIRNAME).exists()
+
+
+def test_fix_and_diff_runs_lint_every_file(tmp_path):
+    root = _project(tmp_path, view="import torch\nfrom torch import nn\n\n\nclass V(nn.Module):\n"
+                    "    def forward(self, x):\n        return x.permute(0, 2, 1).view(-1)\n")
+    _run(root)
+    _poison(root)
+    assert _run(root).result.findings == []
+    diffed = _run(root, fix=True, diff=True, unsafe_fixes=True)
+    assert diffed.files_linted == 4 and diffed.result.findings
+
+
+def test_parallel_workers_write_entries_that_the_next_run_serves(tmp_path):
+    files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(30)}
+    root = _project(tmp_path, **files)
+    cold = _run(root, jobs=2)
+    warm = _run(root, jobs=2)
+    assert cold.files_linted == 33 and warm.files_linted == 0
+    assert _found(warm) == _found(cold)
+
+
+def test_two_runs_at_the_same_time_both_give_the_right_result(tmp_path):
+    files = {f"m{n:02d}": SUB.replace("Sub", f"Sub{n}") for n in range(20)}
+    root = _project(tmp_path, **files)
+    expected = _found(_run(root, cache=False))
+    assert not (root / DIRNAME).exists()
+    script = (
+        "import sys, json\nfrom pathlib import Path\nfrom fusionlint.config import load_settings\n"
+        "from fusionlint.runner import RunOptions, run\n"
+        "root = Path(sys.argv[1])\n"
+        "out = run([str(root)], load_settings(root), RunOptions(jobs=1, cache=True))\n"
+        "print(json.dumps([[f.path, f.line, f.column, f.code, f.message] for f in out.result.findings]))\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(root)], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    import json
+
+    want = [list(row) for row in expected]
+    assert all(json.loads(out) == want for out in outputs)
+    after = _run(root)
+    assert after.files_linted == 0 and _found(after) == expected
+    assert not list((root / DIRNAME).rglob(".tmp-*"))  # no temporary file left behind
+
+
+def test_cache_directory_is_tagged_and_ignored_by_git(tmp_path):
+    root = _project(tmp_path)
+    _run(root)
+    top = root / DIRNAME
+    assert (top / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (top / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_clean_removes_the_cache_and_says_what(tmp_path):
+    root = _project(tmp_path)
+    _run(root)
+    files = sum(1 for p in (root / DIRNAME / "static").rglob("*") if p.is_file())
+    result = CliRunner().invoke(main, ["clean", str(root)])
+    assert result.exit_code == 0
+    assert f"removed {root / DIRNAME} (" in result.output and f"findings cache: {files} files" in result.output
+    assert not (root / DIRNAME).exists()
+    again = CliRunner().invoke(main, ["clean", str(root)])
+    assert again.exit_code == 0 and "no cache" in again.output
+
+
+def test_clean_removes_a_cache_that_only_the_confirm_pass_wrote(tmp_path):
+    from fusionlint.confirm.cache import ResultCache
+
+    root = _project(tmp_path)
+    ResultCache(root).put("k" * 32, {"ok": True})
+    assert (root / DIRNAME / "confirm").is_dir() and not (root / DIRNAME / "CACHEDIR.TAG").exists()
+    result = CliRunner().invoke(main, ["clean", str(root)])
+    assert result.exit_code == 0 and "confirm results: 1 files" in result.output
+    assert not (root / DIRNAME).exists()
+
+
+def test_clean_leaves_a_directory_that_is_not_ours(tmp_path):
+    root = _project(tmp_path)
+    (root / DIRNAME).mkdir()
+    (root / DIRNAME / "mine.txt").write_text("keep")
+    result = CliRunner().invoke(main, ["clean", str(root)])
+    assert result.exit_code == 2 and "CACHEDIR.TAG" in result.output
+    assert (root / DIRNAME / "mine.txt").read_text() == "keep"
+
+
+def _poison(root: Path) -> None:
+    """Empty the findings of every entry (kept valid): what a run serves from them is then visible."""
+    store = Store(root)
+    for path in _entries(root):
+        entry = store.load_file(path)
+        entry["run"].result.findings = []
+        store.save_file(path, entry)
+
+
+def test_module_names_are_the_project_models(tmp_path):
+    from fusionlint.cache.session import CacheSession
+    from fusionlint.project.model import module_name
+
+    for rel in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/mod.py", "pkg/loose/mod.py", "top.py", "pkg/a.b.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    session = CacheSession(load_settings(tmp_path), [], (2, 13))
+    for path in [*tmp_path.rglob("*.py"), *(p.relative_to(tmp_path) for p in tmp_path.rglob("*.py"))]:
+        if not path.is_absolute():
+            os.chdir(tmp_path)
+        assert session._module(path) == module_name(path), path
+        assert session.resolved(path) == str(path.resolve())
+
+
+def test_an_edit_that_leaves_every_summary_alone_reuses_the_propagation(tmp_path, monkeypatch):
+    from fusionlint.project import model as model_mod
+
+    root = _project(tmp_path)
+    _run(root)
+    (root / "leaf.py").write_text(LEAF + "# a comment\n")  # the ast summary is the same
+    runs = []
+    real = model_mod._Propagation.run
+    monkeypatch.setattr(model_mod._Propagation, "run", lambda self: runs.append(1) or real(self))
+    edited = _run(root)
+    assert edited.files_linted == 1 and runs == []
+    (root / "leaf.py").write_text("\n" + LEAF)  # every line moves: the summary changes
+    assert _run(root).files_linted == 1 and runs == [1]
