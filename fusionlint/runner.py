@@ -128,6 +128,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     else:
         model = _semantic_model(sources, settings, paths)
     engine = Engine(rules, project, model, target_torch=torch_version)
+    model.propagate()  # once, here: forked workers share the result instead of each computing it
     if cache is not None:  # entries made in another tree whose cross-file facts still hold
         cache.propagate(model)
         served.update(cache.served_after_check([s[0] for s in sources if s[0] not in served], model, project))

@@ -297,7 +297,7 @@ class CacheSession:
 
     def propagate(self, model) -> None:
         """Compute the propagated facts now (before workers fork) and keep them for the next run."""
-        model.function_facts("", "")
+        model.propagate()
         if not self._facts_loaded and self._facts_key is not None:
             facts = model.export_facts()
             if facts is not None:

@@ -292,10 +292,15 @@ class Project:
         return None
 
     # -- the compiled context -------------------------------------------------------------------
-    def function_facts(self, shown: str, qualname: str) -> Optional[FunctionFacts]:
+    def propagate(self) -> None:
+        """Run the project-wide propagation now if it is not done: before ``--jobs`` workers fork,
+        so that it is computed once and shared, not once in every worker."""
         self._fresh()
         if self._facts is None:
             self._facts = _Propagation(self).run()
+
+    def function_facts(self, shown: str, qualname: str) -> Optional[FunctionFacts]:
+        self.propagate()
         summary = self.files.get(shown)
         if summary is None:
             return None
