@@ -109,7 +109,7 @@ class Engine:
                 return done
         plan = self._plan(source, outline, path, rules)
         if plan is not None:
-            done = self._lint_parsed(plan.text, source, path, rules, plan)
+            done = self._lint_parsed(plan.parsed_text(), source, path, rules, plan)
             if done is not None:
                 return done
         done = self._lint_parsed(source, source, path, rules, None)
@@ -171,6 +171,8 @@ class Engine:
             return (FileLint(), ctx) if keep_context else FileLint()
         try:
             positions = Positions(module)
+            if plan is not None and plan.lines is not None:  # libcst parsed the text with lines cut out
+                positions = sparse_mod.CutPositions(positions, plan.lines)
         except RecursionError:
             if plan is not None:
                 return None

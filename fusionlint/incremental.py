@@ -114,7 +114,7 @@ class GroupMemo:
         findings: list = []
         for members, key, plan, entry in keyed:
             if entry is None:
-                entry = _lint_group(engine, plan.text, source, path, rules, plan.sparse(), plan.blanked)
+                entry = _lint_group(engine, plan.sparse().parsed_text(), source, path, rules, plan.sparse(), plan.blanked)
                 if entry is None:
                     self._by_path.pop(path, None)
                     return None
@@ -192,28 +192,20 @@ class _LazyPlan:
     def sparse(self) -> sparse_mod.SparsePlan:
         if self._plan is None:
             source, spans = self._source, self._spans
+            text, cut_text, lines = sparse_mod.cut(source, spans, self._units, self.blanked)
             self._plan = sparse_mod.SparsePlan(
-                _blank(source, spans, self.blanked),
+                text,
                 [self._units[i] for i in self.blanked],
                 self._default_indent,
                 "".join(source[spans[i][0] : spans[i][1]] for i in self.blanked),
+                cut_text,
+                lines,
             )
         return self._plan
 
 
 def _span(unit: Unit, starts: list[int], size: int) -> tuple[int, int]:
     return starts[unit.start - 1], (starts[unit.end] if unit.end < len(starts) else size)
-
-
-def _blank(source: str, spans: list[tuple[int, int]], blanked: tuple[int, ...]) -> str:
-    pieces, previous = [], 0
-    for i in blanked:
-        a, b = spans[i]
-        pieces.append(source[previous:a])
-        pieces.append(sparse_mod._only_line_ends(source[a:b]))
-        previous = b
-    pieces.append(source[previous:])
-    return "".join(pieces)
 
 
 def _groups(source: str, outline: Outline, model, path: str, triggers: tuple[str, ...]) -> Optional[list[list[int]]]:

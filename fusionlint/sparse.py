@@ -17,7 +17,8 @@ never traces (configuration classes, weight initialisation, utilities). The proj
 - it holds no ``import`` (the file's aliases are collected from everywhere) and none of the
   triggers of an active rule that looks at the whole file (``scope = "file"``).
 
-Lines and columns of everything kept are unchanged, so positions and fix edits are the same as with
+libcst parses the text with the blanked lines cut out, and positions are mapped back to the
+source's lines (``CutPositions``). Lines and columns of everything kept are unchanged, so positions and fix edits are the same as with
 the full parse. Two facts the rules read from the whole file are checked after the rules ran
 (``SparseContext`` records the questions): the attribute reads/writes of ``file_facts`` (a blanked
 definition touching one of the attributes asked about) and ``ctx.nodes`` (only the logger
@@ -29,10 +30,12 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import libcst as cst
+from libcst.metadata import CodePosition, CodeRange
 
 from fusionlint.analysis.context import RuleContext
 from fusionlint.lines import line_starts
@@ -50,9 +53,68 @@ class SparsePlan:
     blanked: list[Unit]
     default_indent: str  # what libcst infers from the full text (the sparse text must agree)
     blanked_text: str = field(default="", repr=False)
+    # what libcst parses: the source with the blanked definitions' lines cut out (an empty line
+    # still costs libcst a node and a position), and where its lines are in the source
+    cut_text: Optional[str] = field(default=None, repr=False)
+    lines: Optional["LineMap"] = field(default=None, repr=False)
 
     def blanked_lines(self) -> int:
         return sum(u.end - u.start + 1 for u in self.blanked)
+
+    def parsed_text(self) -> str:
+        return self.cut_text if self.cut_text is not None else self.text
+
+
+class LineMap:
+    """Line numbers of a text with whole lines cut out -> line numbers of the source."""
+
+    def __init__(self, runs: list[tuple[int, int]]) -> None:
+        self._cut = [c for c, _ in runs]  # first line of each run of kept lines, in the cut text
+        self._source = [s for _, s in runs]  # ... and in the source
+
+    def line(self, line: int) -> int:
+        i = bisect_right(self._cut, line) - 1
+        return self._source[i] + line - self._cut[i]
+
+    def position(self, pos: CodePosition, end: bool = False) -> CodePosition:
+        if end and pos.column == 0 and pos.line > 1:  # just past a line end: past that line's end in the source
+            return CodePosition(self.line(pos.line - 1) + 1, 0)
+        return CodePosition(self.line(pos.line), pos.column)
+
+
+class CutPositions:
+    """``fusionlint.positions.Positions`` of the cut text, answering in the source's lines."""
+
+    def __init__(self, positions, lines: LineMap) -> None:
+        self._positions, self._lines = positions, lines
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        rng = self._positions[node]
+        return CodeRange(self._lines.position(rng.start), self._lines.position(rng.end, end=True))
+
+    def __contains__(self, node: cst.CSTNode) -> bool:
+        return node in self._positions
+
+    def get(self, node: cst.CSTNode) -> Optional[CodeRange]:
+        return self[node] if node in self._positions else None
+
+
+def cut(source: str, spans: list[tuple[int, int]], units, blanked: Iterable[int]) -> tuple[str, str, LineMap]:
+    """(the text with the ``blanked`` units as empty lines, the text with them cut out, its LineMap)."""
+    blank_pieces, cut_pieces, runs, previous, removed = [], [], [(1, 1)], 0, 0
+    for i in blanked:
+        a, b = spans[i]
+        kept = source[previous:a]
+        blank_pieces.append(kept)
+        blank_pieces.append(_only_line_ends(source[a:b]))
+        cut_pieces.append(kept)
+        unit = units[i]
+        removed += unit.end - unit.start + 1
+        runs.append((unit.end + 1 - removed, unit.end + 1))
+        previous = b
+    blank_pieces.append(source[previous:])
+    cut_pieces.append(source[previous:])
+    return "".join(blank_pieces), "".join(cut_pieces), LineMap(runs)
 
 
 def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterable[str]) -> Optional[SparsePlan]:
@@ -92,16 +154,11 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
             keep[i] = True
     if all(keep):
         return None
-    pieces, previous = [], 0
-    for (a, b), k in zip(spans, keep):
-        if not k:
-            pieces.append(source[previous:a])
-            pieces.append(_only_line_ends(source[a:b]))
-            previous = b
-    pieces.append(source[previous:])
-    blanked = [u for u, k in zip(units, keep) if not k]
-    blanked_text = "".join(t for t, k in zip(texts, keep) if not k)
-    return SparsePlan("".join(pieces), blanked, outline.default_indent, blanked_text)
+    gone = [i for i, k in enumerate(keep) if not k]
+    text, cut_text, lines = cut(source, spans, units, gone)
+    blanked = [units[i] for i in gone]
+    blanked_text = "".join(texts[i] for i in gone)
+    return SparsePlan(text, blanked, outline.default_indent, blanked_text, cut_text, lines)
 
 
 @dataclass

@@ -165,3 +165,23 @@ def test_first_indent_is_what_libcst_infers():
         assert first_indent(ast.parse(source).body, source, line_starts(source)) == expected, source
     # libcst takes a case body's indentation, not the first INDENT's: unknown, so no sparse parse
     assert first_indent(ast.parse("match p:\n case 1:\n   pass\n").body, "", [0, 9, 18]) is None
+
+
+def test_libcst_parses_the_text_with_blanked_lines_cut_out_and_positions_are_the_sources(tmp_path, monkeypatch):
+    # Config and other are blanked: libcst gets their 4 lines fewer, a finding below them keeps its line
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Config:\n    depth = 2\n\n\ndef other():\n    return Config()\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        y = x.permute(0, 2, 1).view(-1)\n        return y.sum().item()\n"
+    )
+    plan = _plan_of(source)
+    assert [u.name for u in plan.blanked] == ["Config", "other"]
+    assert plan.parsed_text().count("\n") == source.count("\n") - 4
+    assert [plan.lines.line(n) for n in (1, 4, 5, 7, 9, 12)] == [1, 4, 7, 11, 13, 16]
+    parsed: list[str] = []
+    real = engine_mod.cst.parse_module
+    monkeypatch.setattr(engine_mod.cst, "parse_module", lambda text, *a, **k: (parsed.append(text), real(text, *a, **k))[1])
+    (tmp_path / "model.py").write_text(source)
+    runs = _lint_all_ways(tmp_path, monkeypatch)
+    assert runs["sparse"] == runs["full"]
+    assert {row[1] for row in runs["full"][0][0]} == {15, 16}  # the findings are below the cut
+    assert plan.parsed_text() in parsed
