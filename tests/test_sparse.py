@@ -185,3 +185,29 @@ def test_libcst_parses_the_text_with_blanked_lines_cut_out_and_positions_are_the
     assert runs["sparse"] == runs["full"]
     assert {row[1] for row in runs["full"][0][0]} == {15, 16}  # the findings are below the cut
     assert plan.parsed_text() in parsed
+
+
+def test_outline_from_each_statements_kept_shape_is_the_whole_walks(monkeypatch):
+    import ast
+
+    from fusionlint import precheck
+
+    deep = "def f(x):\n    return " + "[" * 40 + "x" + "]" * 40 + "\n"
+    sources = [p.read_text() for p in CORPORA[0].rglob("*.py")] + [deep, "", "x = 1; y = [[2]]\nclass A:\n    z = (((3)))\n"]
+    for source in sources:
+        tree = ast.parse(source)
+        for limit in (200_000, 40):  # over the node limit, the whole walk decides
+            shapes: dict = {}
+            assert outline.outline_of(tree, source, limit, shapes) == outline.outline_of(tree, source, limit), source[:80]
+            assert outline.outline_of(tree, source, limit, shapes) == outline.outline_of(tree, source, limit)
+    walked: list = []
+    real = precheck.tree_shape
+    monkeypatch.setattr(precheck, "tree_shape", lambda node, **k: (walked.append(node), real(node, **k))[1])
+    source = deep + "\n\nclass B:\n    pass\n"
+    shapes = {}
+    outline.outline_of(ast.parse(source), source, 200_000, shapes)
+    edited = source.replace("pass", "y = 2")
+    again = outline.outline_of(ast.parse(edited), edited, 200_000, shapes)
+    assert [type(n).__name__ for n in walked] == ["ClassDef", "FunctionDef", "ClassDef"]  # f walked once
+    assert again == outline.outline_of(ast.parse(edited), edited, 200_000)
+    assert again.depth > 40 and again.deepest[0] == 2  # the nested lists of f, kept from the first outline
