@@ -211,3 +211,42 @@ def test_outline_from_each_statements_kept_shape_is_the_whole_walks(monkeypatch)
     assert [type(n).__name__ for n in walked] == ["ClassDef", "FunctionDef", "ClassDef"]  # f walked once
     assert again == outline.outline_of(ast.parse(edited), edited, 200_000)
     assert again.depth > 40 and again.deepest[0] == 2  # the nested lists of f, kept from the first outline
+
+
+def test_plan_blanks_methods_of_a_kept_class_that_nothing_reaches(tmp_path, monkeypatch):
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = nn.Linear(2, 2)\n\n"
+        "    def reset(self):\n        self.scale = len(self.describe())\n\n"
+        "    def describe(self):\n        return 'net'\n\n"
+        "    def extra_repr(self):\n        return 'Net()'\n\n"
+        "    def forward(self, x):\n        return self.w(x).sum().item()\n"
+    )
+    plan = _plan_of(source)
+    # __init__ and forward are entry points, reset writes an attribute (so it is kept) and names
+    # describe; extra_repr is named by nothing and the model does not compile it
+    assert [u.name for u in plan.blanked] == ["Net.extra_repr"]
+    assert plan.parsed_text().count("\n") == source.count("\n") - 2
+    (tmp_path / "model.py").write_text(source)
+    runs = _lint_all_ways(tmp_path, monkeypatch)
+    assert runs["sparse"] == runs["full"]
+    assert [row[1] for row in runs["full"][0][0]] == [20]  # .item() below the cut, on its own line
+
+
+def test_a_rule_looking_up_a_blanked_method_makes_the_file_lint_whole():
+    from types import SimpleNamespace
+
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def helper(self):\n        return 1\n\n    def forward(self, x):\n        return x\n"
+    )
+    plan = _plan_of(source)
+    assert [u.name for u in plan.blanked] == ["Net.helper"]
+
+    def asked(methods):
+        return SimpleNamespace(asked_attrs=set(), asked_kinds=set(), _memo={}, file=SimpleNamespace(aliases={}),
+                               asked_methods=methods)
+
+    assert sparse.still_exact(plan, asked({"Net": {"forward", "__init__"}}))
+    assert not sparse.still_exact(plan, asked({"Net": {"helper"}}))
+    assert not sparse.still_exact(plan, asked({"Net": {sparse._EVERYTHING}}))  # iterated its methods
