@@ -112,8 +112,10 @@ async def measure(debounce_ms: int | None, source: str, root: Path) -> tuple[flo
     return first, times, count
 
 
-def _in_process(source: str) -> str:
-    """The same lint without the server (``fusionlint.api.Linter``), to show where the time goes."""
+def _in_process(source: str) -> list[str]:
+    """The same lint without the server (``fusionlint.api.Linter``), to show where the time goes:
+    whole-file lints without the memo (wall), and the server's memo after a one-line edit in CPU
+    time (``time.process_time``), which other processes on a loaded machine inflate less."""
     from fusionlint.api import Linter
     from fusionlint.config import Settings
 
@@ -124,7 +126,25 @@ def _in_process(source: str) -> str:
         found = linter.lint(source, "model.py").findings
         times.append(time.perf_counter() - start)
     times.sort()
-    return f"| Linter.lint in process (no LSP) | - | {_ms(statistics.median(times))} | - | {_ms(times[-1])} | {len(found)} |"
+    rows = [f"| Linter.lint in process (no LSP, no memo), wall | - | {_ms(statistics.median(times))} | - | {_ms(times[-1])} | {len(found)} |"]
+    memo = Linter(Settings(root=Path(tempfile.gettempdir())), memo=True)
+    start = time.process_time()
+    memo.lint(source, "model.py")
+    first = time.process_time() - start
+    lines = source.split("\n")
+    middle = len(lines) // 2
+    cpu = []
+    for round_ in range(ROUNDS):
+        lines[middle] = lines[middle] + " " if round_ % 2 == 0 else lines[middle].rstrip(" ")
+        start = time.process_time()
+        found = memo.lint("\n".join(lines), "model.py").findings
+        cpu.append(time.process_time() - start)
+    cpu.sort()
+    rows.append(
+        f"| Linter(memo=True).lint in process, CPU | {_ms(first)} | {_ms(statistics.median(cpu))} | "
+        f"{_ms(cpu[int(len(cpu) * 0.9) - 1])} | {_ms(cpu[-1])} | {len(found)} |"
+    )
+    return rows
 
 
 def _ms(seconds: float) -> str:
@@ -145,7 +165,7 @@ async def main_async() -> str:
             rows.append(
                 f"| {label} | {_ms(first)} | {_ms(statistics.median(times))} | {_ms(p90)} | {_ms(times[-1])} | {count} |"
             )
-    rows.append(_in_process(source))
+    rows.extend(_in_process(source))
     head = (
         f"fusionlint lsp: didChange -> publishDiagnostics, {source.count(chr(10))}-line file, {ROUNDS} edits\n"
         f"python {platform.python_version()} on {platform.machine()}, {platform.system()}, {os.cpu_count()} CPUs, "

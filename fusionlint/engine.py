@@ -109,7 +109,7 @@ class Engine:
                 return done
         plan = self._plan(source, outline, path, rules)
         if plan is not None:
-            done = self._lint_parsed(plan.text, source, path, rules, plan)
+            done = self._lint_parsed(plan.parsed_text(), source, path, rules, plan)
             if done is not None:
                 return done
         done = self._lint_parsed(source, source, path, rules, None)
@@ -141,10 +141,12 @@ class Engine:
         *,
         project=None,
         keep_context: bool = False,
+        record: bool = False,
     ):
         """Lint ``text`` (``source`` itself, or its sparse form under ``plan``); None when the sparse
         form cannot answer exactly as the full text would (the caller lints the full text).
-        ``keep_context``: (FileLint, the rules' context) instead (fusionlint.incremental)."""
+        ``keep_context``: (FileLint, the rules' context) instead (fusionlint.incremental); ``record``:
+        that context records the whole-file questions asked, as over a sparse text."""
         try:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:  # CPython accepted it: a construct libcst does not know
@@ -158,7 +160,7 @@ class Engine:
         if plan is not None and module.default_indent != plan.default_indent:
             return None  # fix texts are indented with it
         try:
-            reports, crashes, ctx = self._run_rules(module, rules, path, sparse=plan is not None, project=project)
+            reports, crashes, ctx = self._run_rules(module, rules, path, sparse=plan is not None or record, project=project)
         except RecursionError:  # indexing the file (not a rule): the depth limit should prevent it
             if plan is not None:
                 return None
@@ -169,6 +171,8 @@ class Engine:
             return (FileLint(), ctx) if keep_context else FileLint()
         try:
             positions = Positions(module)
+            if plan is not None and plan.lines is not None:  # libcst parsed the text with lines cut out
+                positions = sparse_mod.CutPositions(positions, plan.lines)
         except RecursionError:
             if plan is not None:
                 return None

@@ -17,6 +17,13 @@ whole-file questions of ``SparseContext``. On the next lint a group is reused on
 projection is unchanged and every recorded question has the same answer now; else it is linted
 again. A keystroke thus re-lints only the group it is in. Anything unusual (a rule crash, a
 projection libcst parses differently) lints the whole file instead.
+
+A projection is parsed at the whole file's length, so when more than one group has no valid entry
+(the first lint of a file, a line inserted above many groups) the file is linted whole, once, and
+each such group keeps its share of the findings with the questions the whole file asked, a
+superset of its own (the project model's answers are still kept per definition, so an edit that
+changes one class's facts does not invalidate the other groups). A group whose projection would not
+answer those questions as the whole file did gets no entry.
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ class GroupMemo:
         self._by_path: dict[str, dict[tuple, _Entry]] = {}
         self.relinted = 0  # groups linted (not reused) by the last call, for tests and benchmarks
         self.reused = 0
+        self.whole = False  # the last call linted the whole file once
 
     def forget(self, path: str) -> None:
         self._by_path.pop(path, None)
@@ -74,21 +82,39 @@ class GroupMemo:
         units = outline.units
         starts = line_starts(source)
         spans = [_span(u, starts, len(source)) for u in units]
+        texts = [source[a:b] for a, b in spans]
+        # What a projection's text is made of besides its kept definitions: the code around the
+        # definitions, their lines and line ends. Equal frames and equal kept texts make equal
+        # projections, so a group's key needs no projection text of its own (building one per group
+        # on every keystroke cost more than the one group re-linted).
+        outside, previous = [], 0
+        for a, b in spans:
+            outside.append(source[previous:a])
+            previous = b
+        outside.append(source[previous:])
+        ends = tuple(sparse_mod._only_line_ends(t) for t in texts) if "\r" in source else tuple(t.count("\n") for t in texts)
+        frame = (tuple(outside), tuple((u.start, u.end) for u in units), ends, tuple(r.code for r in rules), outline.default_indent)
         old = self._by_path.get(path, {})
-        new: dict[tuple, _Entry] = {}
-        codes = tuple(r.code for r in rules)
-        findings: list = []
         self.relinted = self.reused = 0
+        self.whole = False
+        keyed, answers = [], {}
         for members in groups:
             keep = set(members) | set(groups[0])
             blanked = tuple(i for i in range(len(units)) if i not in keep)
-            text = _blank(source, spans, blanked)
-            key = (text, codes, outline.default_indent)
-            plan = sparse_mod.SparsePlan(text, [units[i] for i in blanked], outline.default_indent,
-                                         "".join(source[spans[i][0] : spans[i][1]] for i in blanked))
+            key = (frame, blanked, tuple(texts[i] for i in sorted(keep)))
+            plan = _LazyPlan(source, spans, units, blanked, outline.default_indent)
             entry = old.get(key)
-            if entry is None or not _still_valid(entry, engine, path, plan):
-                entry = _lint_group(engine, text, source, path, rules, plan, blanked)
+            if entry is not None and not _still_valid(entry, engine, path, plan, answers):
+                entry = None
+            keyed.append((members, key, plan, entry))
+        stale = [k for k in keyed if k[3] is None]
+        if len(stale) > 1:  # each projection is parsed at the file's length: once whole costs less
+            return self._lint_whole(engine, source, path, rules, keyed, units)
+        new: dict[tuple, _Entry] = {}
+        findings: list = []
+        for members, key, plan, entry in keyed:
+            if entry is None:
+                entry = _lint_group(engine, plan.sparse().parsed_text(), source, path, rules, plan.sparse(), plan.blanked)
                 if entry is None:
                     self._by_path.pop(path, None)
                     return None
@@ -96,29 +122,90 @@ class GroupMemo:
             else:
                 self.reused += 1
             new[key] = entry
-            owned = [units[i] for i in members]
             if members is groups[0]:
                 findings.extend(entry.findings)
             else:
+                owned = [units[i] for i in members]
                 findings.extend(f for f in entry.findings if any(u.start <= f.line <= u.end for u in owned))
         self._by_path[path] = new
         findings.sort(key=lambda f: f.sort_key)
         return FileLint(findings)
 
+    def _lint_whole(self, engine, source: str, path: str, rules, keyed: list, units) -> "FileLint":
+        """Lint the whole file once (a first lint, an edit that moved many groups) and keep each
+        stale group's share of it: its findings, and the questions the whole file asked (a superset
+        of what its projection would ask), except the project model's, which are per definition."""
+        project = _RecordingProject(engine.project)
+        done = engine._lint_parsed(source, source, path, rules, None, project=project, keep_context=True, record=True)
+        assert done is not None  # the full text (no plan) always gives a result
+        result, ctx = done
+        self.whole = True
+        if result.error is not None or result.rule_errors:
+            self._by_path.pop(path, None)
+            return result
+        asked_attrs, asked_kinds = frozenset(ctx.asked_attrs), frozenset(ctx.asked_kinds)
+        aliases = dict(ctx.file.aliases)
+        base = keyed[0][0]
+        owner: dict[str, int] = {}  # top-level name -> its group (not the base group's)
+        for g, (members, *_rest) in enumerate(keyed):
+            if members is not base:
+                for i in members:
+                    owner[units[i].name] = g
+        others = [(g, [units[i] for i in members]) for g, (members, *_rest) in enumerate(keyed) if members is not base]
+        shares: dict[int, list] = {g: [] for g in range(len(keyed))}
+        for f in result.findings:
+            g = next((g for g, owned in others if any(u.start <= f.line <= u.end for u in owned)), 0)
+            shares[g].append(f)
+        classes, quals = tuple(ctx.file.classes), tuple(ctx.file.functions)
+        new: dict[tuple, _Entry] = {}
+        for g, (members, key, plan, entry) in enumerate(keyed):
+            if entry is None:
+                # still_exact: would this group's projection answer the file's questions as the file did?
+                if not sparse_mod.still_exact(plan.sparse(), _Asked(asked_attrs, asked_kinds, aliases)):
+                    continue  # linted on its own next time (which then finds the same and lints whole)
+                mine = [n for n in classes if owner.get(n, g) == g]
+                model_trace = [("class", n, _model_answer(engine.model, path, "class", n)) for n in mine]
+                model_trace += [
+                    ("function", q, _model_answer(engine.model, path, "function", q))
+                    for q in quals
+                    if owner.get(q.split(".", 1)[0], g) == g
+                ]
+                entry = _Entry(shares[g], asked_attrs, asked_kinds, project.trace, model_trace, plan.blanked, aliases)
+            new[key] = entry
+        self._by_path[path] = new
+        return result
+
+
+class _LazyPlan:
+    """A group's projection, built only when its text is needed (a re-lint, a whole-file check)."""
+
+    def __init__(self, source: str, spans, units, blanked: tuple[int, ...], default_indent: str) -> None:
+        self._source, self._spans, self._units = source, spans, units
+        self.blanked = blanked
+        self._default_indent = default_indent
+        self._plan: Optional[sparse_mod.SparsePlan] = None
+
+    @property
+    def text(self) -> str:
+        return self.sparse().text
+
+    def sparse(self) -> sparse_mod.SparsePlan:
+        if self._plan is None:
+            source, spans = self._source, self._spans
+            text, cut_text, lines = sparse_mod.cut(source, spans, self._units, self.blanked)
+            self._plan = sparse_mod.SparsePlan(
+                text,
+                [self._units[i] for i in self.blanked],
+                self._default_indent,
+                "".join(source[spans[i][0] : spans[i][1]] for i in self.blanked),
+                cut_text,
+                lines,
+            )
+        return self._plan
+
 
 def _span(unit: Unit, starts: list[int], size: int) -> tuple[int, int]:
     return starts[unit.start - 1], (starts[unit.end] if unit.end < len(starts) else size)
-
-
-def _blank(source: str, spans: list[tuple[int, int]], blanked: tuple[int, ...]) -> str:
-    pieces, previous = [], 0
-    for i in blanked:
-        a, b = spans[i]
-        pieces.append(source[previous:a])
-        pieces.append(sparse_mod._only_line_ends(source[a:b]))
-        previous = b
-    pieces.append(source[previous:])
-    return "".join(pieces)
 
 
 def _groups(source: str, outline: Outline, model, path: str, triggers: tuple[str, ...]) -> Optional[list[list[int]]]:
@@ -204,18 +291,32 @@ def _lint_group(engine, text, source, path, rules, plan, blanked) -> Optional[_E
     return _Entry(result.findings, asked_attrs, asked_kinds, project.trace, model_trace, blanked, dict(ctx.file.aliases))
 
 
-def _still_valid(entry: _Entry, engine, path: str, plan) -> bool:
+def _still_valid(entry: _Entry, engine, path: str, plan, answers: dict) -> bool:
+    """``answers``: the current answers already looked up in this lint (groups filled from one
+    whole-file lint share its questions)."""
     for what, name, answer in entry.model_trace:
-        if _model_answer(engine.model, path, what, name) != answer:
+        now = _looked_up(answers, (what, name), lambda: _model_answer(engine.model, path, what, name))
+        if now != answer:
             return False
     for what, key, answer in entry.project_trace:
-        if _project_answer(engine.project, what, key) != answer:
+        now = _looked_up(answers, ("project", what, key), lambda: _project_answer(engine.project, what, key))
+        if now != answer:
             return False
     if entry.asked_attrs or entry.asked_kinds:
         ctx = _Asked(entry.asked_attrs, entry.asked_kinds, entry.aliases)
-        if not sparse_mod.still_exact(plan, ctx):
+        if not sparse_mod.still_exact(plan.sparse(), ctx):
             return False
     return True
+
+
+def _looked_up(answers: dict, question, ask):
+    try:
+        now = answers.get(question, answers)
+    except TypeError:  # an argument that is no dict key: ask again
+        return ask()
+    if now is answers:
+        now = answers[question] = ask()
+    return now
 
 
 class _Asked:

@@ -34,18 +34,55 @@ class Outline:
     default_indent: Optional[str]  # the indentation libcst will take as the module's default (None: unknown)
 
 
-def outline_of(tree: ast.Module, source: str, max_nodes: int) -> Outline:
-    from fusionlint.precheck import tree_shape  # (precheck builds on this module)
+def outline_of(tree: ast.Module, source: str, max_nodes: int, shapes: Optional[dict] = None) -> Outline:
+    """``shapes``: the shape of each top-level statement, from an earlier outline of the same file,
+    updated in place (an editor's outline on every keystroke re-walks only the changed statements)."""
+    from fusionlint.precheck import TreeShape, tree_shape  # (precheck builds on this module)
 
-    shape, deepest = tree_shape(tree, stop_nodes=max_nodes)
+    starts = line_starts(source)
+    found = _shape_by_statement(tree, source, starts, max_nodes, shapes) if shapes is not None else None
+    if found is None:
+        shape, deepest = tree_shape(tree, stop_nodes=max_nodes)
+        where = (getattr(deepest, "lineno", None), getattr(deepest, "col_offset", None))
+    else:
+        depth, nodes, where = found
+        shape = TreeShape(depth, nodes)
     units = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
             end = stmt.end_lineno if stmt.end_lineno is not None else stmt.lineno
             units.append(Unit(stmt.name, first, end))
-    where = (getattr(deepest, "lineno", None), getattr(deepest, "col_offset", None))
-    return Outline(shape.depth, shape.nodes, where, tuple(units), first_indent(tree.body, source, line_starts(source)))
+    return Outline(shape.depth, shape.nodes, where, tuple(units), first_indent(tree.body, source, starts))
+
+
+def _shape_by_statement(tree: ast.Module, source: str, starts: list[int], max_nodes: int, shapes: dict):
+    """(depth, nodes, deepest node's place) as ``tree_shape`` gives them for the whole module, from
+    each top-level statement's own walk (kept in ``shapes`` under its lines' text and place); None
+    when the whole walk must decide (a file over the node limit, type-ignore comments)."""
+    from fusionlint.precheck import tree_shape
+
+    if tree.type_ignores:
+        return None
+    fresh: dict = {}
+    depth, nodes, where = 1, 1, (None, None)
+    for stmt in reversed(tree.body):  # tree_shape's stack visits the last statement first
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        key = (source[starts[first - 1] : starts[last] if last < len(starts) else len(source)], first, stmt.col_offset,
+               stmt.end_col_offset)
+        known = shapes.get(key)
+        if known is None:
+            shape, deepest = tree_shape(stmt, stop_nodes=max_nodes)
+            known = (shape.depth + 1, shape.nodes, (getattr(deepest, "lineno", None), getattr(deepest, "col_offset", None)))
+        fresh[key] = known
+        if known[0] > depth:  # the first statement visited that reaches a depth keeps it (strictly deeper wins)
+            depth, where = known[0], known[2]
+        nodes += known[1]
+        if nodes > max_nodes:
+            return None
+    shapes.clear()
+    shapes.update(fresh)
+    return depth, nodes, where
 
 
 def first_indent(body: list[ast.stmt], source: str, starts: list[int]) -> Optional[str]:

@@ -17,22 +17,33 @@ never traces (configuration classes, weight initialisation, utilities). The proj
 - it holds no ``import`` (the file's aliases are collected from everywhere) and none of the
   triggers of an active rule that looks at the whole file (``scope = "file"``).
 
-Lines and columns of everything kept are unchanged, so positions and fix edits are the same as with
-the full parse. Two facts the rules read from the whole file are checked after the rules ran
-(``SparseContext`` records the questions): the attribute reads/writes of ``file_facts`` (a blanked
-definition touching one of the attributes asked about) and ``ctx.nodes`` (only the logger
-assignments of the side-effects analysis are understood; any other kind asked for). When a check
-fails, or libcst infers another default indentation, the engine lints the full text instead.
+Inside a kept class, a method is blanked too when the model does not compile it, nothing kept
+names it, it holds no import, ``compile`` name or trigger, and it is not one the per-file pass reads
+of every class: ``forward``/``backward``, a ``__dunder__`` (``__init__``'s attribute kinds,
+``__enter__``...), one writing ``self.<attr>`` or registering a buffer or parameter (a class's
+attribute facts), or one of two definitions of a name.
+
+libcst parses the text with the blanked lines cut out (an empty line still costs it a node), and
+positions are mapped back to the source's lines (``CutPositions``): lines and columns of everything
+kept are unchanged, so positions and fix edits are the same as with the full parse. Three facts the
+rules read from the whole file are checked after the rules ran (``SparseContext`` records the
+questions): the attribute reads/writes of ``file_facts`` (a blanked definition touching one of the
+attributes asked about), ``ctx.nodes`` (only the logger assignments of the side-effects analysis are
+understood; any other kind asked for) and the methods looked up in a class's ``methods`` (a blanked
+one asked for, or the methods iterated). When a check fails, or libcst infers another default
+indentation, the engine lints the full text instead.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import libcst as cst
+from libcst.metadata import CodePosition, CodeRange
 
 from fusionlint.analysis.context import RuleContext
 from fusionlint.lines import line_starts
@@ -50,9 +61,71 @@ class SparsePlan:
     blanked: list[Unit]
     default_indent: str  # what libcst infers from the full text (the sparse text must agree)
     blanked_text: str = field(default="", repr=False)
+    # what libcst parses: the source with the blanked definitions' lines cut out (an empty line
+    # still costs libcst a node and a position), and where its lines are in the source
+    cut_text: Optional[str] = field(default=None, repr=False)
+    lines: Optional["LineMap"] = field(default=None, repr=False)
 
     def blanked_lines(self) -> int:
         return sum(u.end - u.start + 1 for u in self.blanked)
+
+    def parsed_text(self) -> str:
+        return self.cut_text if self.cut_text is not None else self.text
+
+
+class LineMap:
+    """Line numbers of a text with whole lines cut out -> line numbers of the source."""
+
+    def __init__(self, runs: list[tuple[int, int]]) -> None:
+        self._cut = [c for c, _ in runs]  # first line of each run of kept lines, in the cut text
+        self._source = [s for _, s in runs]  # ... and in the source
+
+    def line(self, line: int) -> int:
+        i = bisect_right(self._cut, line) - 1
+        return self._source[i] + line - self._cut[i]
+
+    def position(self, pos: CodePosition, end: bool = False) -> CodePosition:
+        if end and pos.column == 0 and pos.line > 1:  # just past a line end: past that line's end in the source
+            return CodePosition(self.line(pos.line - 1) + 1, 0)
+        return CodePosition(self.line(pos.line), pos.column)
+
+
+class CutPositions:
+    """``fusionlint.positions.Positions`` of the cut text, answering in the source's lines."""
+
+    def __init__(self, positions, lines: LineMap) -> None:
+        self._positions, self._lines = positions, lines
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        rng = self._positions[node]
+        return CodeRange(self._lines.position(rng.start), self._lines.position(rng.end, end=True))
+
+    def __contains__(self, node: cst.CSTNode) -> bool:
+        return node in self._positions
+
+    def get(self, node: cst.CSTNode) -> Optional[CodeRange]:
+        return self[node] if node in self._positions else None
+
+
+def cut(source: str, spans: list[tuple[int, int]], units, blanked: Iterable[int]) -> tuple[str, str, LineMap]:
+    """(the text with the ``blanked`` units as empty lines, the text with them cut out, its LineMap)."""
+    return cut_pieces(source, [(*spans[i], units[i]) for i in blanked])
+
+
+def cut_pieces(source: str, pieces: list[tuple[int, int, Unit]]) -> tuple[str, str, LineMap]:
+    """``cut`` for (start offset, end offset, the Unit of its lines) pieces in source order."""
+    blank_pieces, cut_texts, runs, previous, removed = [], [], [(1, 1)], 0, 0
+    for a, b, unit in pieces:
+        kept = source[previous:a]
+        blank_pieces.append(kept)
+        blank_pieces.append(_only_line_ends(source[a:b]))
+        cut_texts.append(kept)
+        removed += unit.end - unit.start + 1
+        runs.append((unit.end + 1 - removed, unit.end + 1))
+        previous = b
+    blank_pieces.append(source[previous:])
+    cut_texts.append(source[previous:])
+    return "".join(blank_pieces), "".join(cut_texts), LineMap(runs)
 
 
 def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterable[str]) -> Optional[SparsePlan]:
@@ -67,41 +140,73 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
     used = code_names(tree)
     if len(used.units) != len(units):
         return None
-    compiled_roots = _compiled_roots(model, path)
+    compiled_roots, compiled_methods = _compiled(model, path)
     compile_names = {"compile"} | _compile_aliases(model, path)
     triggers = tuple(file_triggers)
     starts = line_starts(source)
-    spans = [(starts[u.start - 1], starts[u.end] if u.end < len(starts) else len(source)) for u in units]
+
+    def span(first: int, last: int) -> tuple[int, int]:
+        return starts[first - 1], starts[last] if last < len(starts) else len(source)
+
+    spans = [span(u.start, u.end) for u in units]
     texts = [source[a:b] for a, b in spans]
+
+    def pinned(names: _UnitNames, text: str) -> bool:
+        return names.imports or not compile_names.isdisjoint(names.names) or any(t in text for t in triggers)
+
     keep = [
-        unit.name in compiled_roots
-        or names.imports
-        or not compile_names.isdisjoint(names.names)
-        or names.entry
-        or any(t in text for t in triggers)
+        unit.name in compiled_roots or names.entry or pinned(names, text)
         for unit, names, text in zip(units, used.units, texts)
     ]
-    # names the kept code uses: the module-level code, then kept definitions, to a fixpoint
+    # the methods of a kept class that can go too (fusionlint.sparse's docstring says which)
+    method_texts = {(i, j): source[slice(*span(m.start, m.end))] for i, u in enumerate(used.units) for j, m in enumerate(u.methods)}
+    method_keep = {
+        (i, j): m.pinned or f"{units[i].name}.{m.name}" in compiled_methods or pinned(m, method_texts[(i, j)])
+        for i, u in enumerate(used.units)
+        for j, m in enumerate(u.methods)
+    }
+    # names the kept code uses: the module-level code, then kept definitions and methods, to a fixpoint
     mentioned = set(used.outside)
-    todo = [i for i, k in enumerate(keep) if k]
-    while todo:
-        for i in todo:
-            mentioned.update(used.units[i].names)
-        todo = [i for i, unit in enumerate(units) if not keep[i] and unit.name in mentioned]
-        for i in todo:
-            keep[i] = True
-    if all(keep):
+    counted: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for i, k in enumerate(keep):
+            if k and i not in counted:
+                counted.add(i)
+                mentioned |= used.units[i].own
+                changed = True
+        for (i, j), k in method_keep.items():
+            if k and keep[i] and (i, j) not in counted:
+                counted.add((i, j))
+                mentioned |= used.units[i].methods[j].names
+                changed = True
+        for i, unit in enumerate(units):
+            if not keep[i] and unit.name in mentioned:
+                keep[i] = changed = True
+        for (i, j), k in method_keep.items():
+            if not k and used.units[i].methods[j].name in mentioned:
+                method_keep[(i, j)] = changed = True
+    # a class keeps at least one statement (an empty body does not parse)
+    for i, u in enumerate(used.units):
+        if keep[i] and u.methods and u.body_size == sum(1 for j in range(len(u.methods)) if not method_keep[(i, j)]):
+            for j in range(len(u.methods)):
+                method_keep[(i, j)] = True
+    gone_units = [i for i, k in enumerate(keep) if not k]
+    gone_methods = [key for key, k in method_keep.items() if not k and keep[key[0]]]
+    if not gone_units and not gone_methods:
         return None
-    pieces, previous = [], 0
-    for (a, b), k in zip(spans, keep):
-        if not k:
-            pieces.append(source[previous:a])
-            pieces.append(_only_line_ends(source[a:b]))
-            previous = b
-    pieces.append(source[previous:])
-    blanked = [u for u, k in zip(units, keep) if not k]
-    blanked_text = "".join(t for t, k in zip(texts, keep) if not k)
-    return SparsePlan("".join(pieces), blanked, outline.default_indent, blanked_text)
+    pieces = [(*spans[i], units[i]) for i in gone_units]
+    pieces += [
+        (*span(m.start, m.end), Unit(f"{units[i].name}.{m.name}", m.start, m.end))
+        for i, j in gone_methods
+        for m in (used.units[i].methods[j],)
+    ]
+    pieces.sort(key=lambda p: p[0])
+    text, cut_text, lines = cut_pieces(source, pieces)
+    # blanked methods are wrapped in a class so that the logger check can parse them on their own
+    blanked_text = "".join(texts[i] for i in gone_units) + "".join("class _:\n" + method_texts[key] for key in gone_methods)
+    return SparsePlan(text, [p[2] for p in pieces], outline.default_indent, blanked_text, cut_text, lines)
 
 
 @dataclass
@@ -109,6 +214,19 @@ class _UnitNames:
     names: set  # every identifier its code uses or binds (names, attributes, imports, parameters, defs)
     imports: bool  # holds an import (the file's aliases are collected from everywhere)
     entry: bool  # a class defining forward/backward (entry points of the per-file pass)
+    own: set = field(default_factory=set)  # a class's names outside its methods (all names otherwise)
+    methods: list = field(default_factory=list)  # a class's methods that may be blanked (_MethodNames)
+    body_size: int = 0  # a class's statements
+
+
+@dataclass
+class _MethodNames:
+    name: str
+    start: int  # first line (decorators included)
+    end: int
+    names: set
+    imports: bool
+    pinned: bool  # kept whenever its class is: what the per-file pass reads of every method
 
 
 @dataclass
@@ -117,50 +235,103 @@ class CodeNames:
     outside: set  # identifiers of the module-level code around them
 
 
+# Methods kept whenever their class is: entry points, protocol methods Python calls without naming
+# them (__init__, __enter__, __call__...), and any method writing self.<attr> or registering a buffer
+# or parameter, since the per-file pass collects a class's attribute facts from every method.
+_REGISTERS = frozenset({"register_buffer", "register_parameter"})
+
+
 def code_names(tree: ast.Module) -> CodeNames:
     units: list[_UnitNames] = []
     outside: set = set()
     for stmt in tree.body:
-        is_unit = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        names: set = set()
-        imports = entry = False
-        stack: list = [stmt]
-        while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is ast.Name:
-                names.add(node.id)
-                continue
-            if kind is ast.Attribute:
-                names.add(node.attr)
-            elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-                names.add(node.name)
-                if kind is not ast.ClassDef and node.name in ("forward", "backward"):
-                    entry = True
-            elif kind in (ast.Import, ast.ImportFrom):
-                imports = True
-                for alias in node.names:
-                    names.update(alias.name.split("."))
-                    if alias.asname:
-                        names.add(alias.asname)
-            elif kind is ast.arg:
-                names.add(node.arg)
-            elif kind is ast.keyword and node.arg:
-                names.add(node.arg)
-            elif kind in (ast.Global, ast.Nonlocal):
-                names.update(node.names)
-            elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
-                names.add(node.name)
-            elif kind is ast.MatchMapping and node.rest:
-                names.add(node.rest)
-            elif kind is ast.ExceptHandler and node.name:
-                names.add(node.name)
-            stack.extend(ast.iter_child_nodes(node))
-        if is_unit:
-            units.append(_UnitNames(names, imports, entry and isinstance(stmt, ast.ClassDef)))
+        if isinstance(stmt, ast.ClassDef):
+            units.append(_class_names(stmt))
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names, imports, _entry, _writes = _walk(stmt)
+            units.append(_UnitNames(names, imports, False, own=names))
         else:
-            outside |= names
+            outside |= _walk(stmt)[0]
     return CodeNames(units, outside)
+
+
+def _class_names(cls: ast.ClassDef) -> _UnitNames:
+    """The class's names, with those of each method that could be blanked kept apart (each
+    statement of the body is walked once)."""
+    counts: dict[str, int] = {}
+    for stmt in cls.body:
+        name = getattr(stmt, "name", "")
+        counts[name] = counts.get(name, 0) + 1
+    own: set = {cls.name}
+    for part in [*cls.bases, *cls.keywords, *cls.decorator_list]:
+        own |= _walk(part)[0]
+    every = set(own)
+    imports = entry = False
+    methods: list[_MethodNames] = []
+    previous_end = max([cls.lineno, *((getattr(b, "end_lineno", None) or b.lineno) for b in [*cls.bases, *cls.keywords])])
+    for stmt in cls.body:
+        names, holds_import, defines_entry, writes = _walk(stmt)
+        every |= names
+        imports |= holds_import
+        entry |= defines_entry
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        last = stmt.end_lineno or stmt.lineno
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and first > previous_end  # on lines of its own
+            and counts[stmt.name] == 1  # one definition of the name (no property setters, overloads)
+        ):
+            dunder = stmt.name.startswith("__") and stmt.name.endswith("__")
+            methods.append(_MethodNames(stmt.name, first, last, names, holds_import, dunder or defines_entry or writes))
+        else:
+            own |= names
+        previous_end = last
+    return _UnitNames(every, imports, entry, own=own, methods=methods, body_size=len(cls.body))
+
+
+def _walk(root: ast.AST) -> tuple[set, bool, bool, bool]:
+    """(identifiers used or bound, holds an import, defines forward/backward, writes self.<attr> or
+    registers a buffer/parameter) of ``root``."""
+    names: set = set()
+    imports = entry = writes = False
+    stack: list = [root]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            names.add(node.id)
+            continue
+        if kind is ast.Attribute:
+            names.add(node.attr)
+            if type(node.ctx) is ast.Store and type(node.value) is ast.Name and node.value.id == "self":
+                writes = True
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            names.add(node.name)
+            if kind is not ast.ClassDef and node.name in ("forward", "backward"):
+                entry = True
+        elif kind in (ast.Import, ast.ImportFrom):
+            imports = True
+            for alias in node.names:
+                names.update(alias.name.split("."))
+                if alias.asname:
+                    names.add(alias.asname)
+        elif kind is ast.Call:
+            if type(node.func) is ast.Attribute and node.func.attr in _REGISTERS:
+                writes = True
+        elif kind is ast.arg:
+            names.add(node.arg)
+        elif kind is ast.keyword and node.arg:
+            names.add(node.arg)
+        elif kind in (ast.Global, ast.Nonlocal):
+            names.update(node.names)
+        elif kind in (ast.MatchAs, ast.MatchStar) and node.name:
+            names.add(node.name)
+        elif kind is ast.MatchMapping and node.rest:
+            names.add(node.rest)
+        elif kind is ast.ExceptHandler and node.name:
+            names.add(node.name)
+        stack.extend(ast.iter_child_nodes(node))
+    return names, imports, entry, writes
 
 
 def _compile_aliases(model, path: str) -> set[str]:
@@ -171,16 +342,18 @@ def _compile_aliases(model, path: str) -> set[str]:
     return {local for local, target in summary.aliases.items() if "compile" in target.rsplit(".", 1)[-1]}
 
 
-def _compiled_roots(model, path: str) -> set[str]:
-    """Top-level names under which the project model has a compiled function."""
+def _compiled(model, path: str) -> tuple[set[str], set[str]]:
+    """(top-level names, "Class.method" names) under which the project model has a compiled function."""
     summary = model.files.get(path) if model is not None else None
     if summary is None:
-        return set()
-    out = set()
+        return set(), set()
+    roots, methods = set(), set()
     for qual in summary.functions:
         if model.function_facts(path, qual) is not None:
-            out.add(qual.split(".", 1)[0])
-    return out
+            parts = qual.split(".", 2)
+            roots.add(parts[0])
+            methods.add(".".join(parts[:2]))
+    return roots, methods
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -252,6 +425,10 @@ class SparseContext(RuleContext):
         super().__init__(*args, **kwargs)
         self.asked_attrs: set = set()
         self.asked_kinds: set[type] = set()
+        # class name -> the method names looked up in its ``methods`` (blanked methods are missing there)
+        self.asked_methods: dict[str, set] = {}
+        for name, cls in self.file.classes.items():
+            cls.methods = _Asked(cls.methods, self.asked_methods.setdefault(name, set()))
 
     def memo(self, key, compute):
         if key != _FILE_FACTS_KEY or key in self._memo:
@@ -286,6 +463,12 @@ def still_exact(plan_: SparsePlan, ctx: SparseContext) -> bool:
                 return False
     for kind in ctx.asked_kinds:
         if kind is not cst.Assign or _blanked_logger(plan_, ctx.file.aliases):
+            return False
+    asked_methods = getattr(ctx, "asked_methods", {})
+    for unit in plan_.blanked:
+        owner, _, method = unit.name.partition(".")
+        asked = asked_methods.get(owner, ()) if method else ()
+        if method in asked or _EVERYTHING in asked:
             return False
     return True
 

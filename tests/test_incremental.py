@@ -84,3 +84,33 @@ def test_a_keystroke_relints_one_group(tmp_path):
     linter.lint("\n".join(lines), "model.py")
     assert linter.engine.memo.relinted == 1
     assert linter.engine.memo.reused > 10
+
+
+def test_a_first_lint_parses_the_file_once_not_once_per_group(tmp_path, monkeypatch):
+    from fusionlint import engine as engine_mod
+
+    parsed: list[int] = []  # lines of each text libcst parsed
+    real = engine_mod.cst.parse_module
+    monkeypatch.setattr(engine_mod.cst, "parse_module", lambda text, *a, **k: (parsed.append(text.count("\n")), real(text, *a, **k))[1])
+    source = "\n".join(lsp_latency.make_source().split("\n")[:400])
+    fresh = Settings(root=tmp_path)
+    linter = Linter(Settings(root=tmp_path), memo=True)
+
+    def lint_and_compare(text: str) -> list[int]:
+        parsed.clear()
+        got = linter.lint(text, "model.py")
+        counted = list(parsed)
+        assert _rows(got) == _rows(Linter(fresh).lint(text, "model.py"))
+        assert got.findings  # the file has graph breaks: the comparison is not of two empty lists
+        return counted
+
+    assert lint_and_compare(source) == [source.count("\n")]  # one parse, of the whole text
+    assert linter.engine.memo.whole
+    lines = source.split("\n")
+    lines[200] += " "  # a keystroke: one group's projection, the other groups filled by the first lint
+    assert len(lint_and_compare("\n".join(lines))) == 1
+    assert (linter.engine.memo.relinted, linter.engine.memo.whole) == (1, False)
+    assert linter.engine.memo.reused > 10
+    lines.insert(3, "")  # every group below moves: the whole file once again, not group after group
+    assert len(lint_and_compare("\n".join(lines))) == 1
+    assert linter.engine.memo.whole

@@ -165,3 +165,88 @@ def test_first_indent_is_what_libcst_infers():
         assert first_indent(ast.parse(source).body, source, line_starts(source)) == expected, source
     # libcst takes a case body's indentation, not the first INDENT's: unknown, so no sparse parse
     assert first_indent(ast.parse("match p:\n case 1:\n   pass\n").body, "", [0, 9, 18]) is None
+
+
+def test_libcst_parses_the_text_with_blanked_lines_cut_out_and_positions_are_the_sources(tmp_path, monkeypatch):
+    # Config and other are blanked: libcst gets their 4 lines fewer, a finding below them keeps its line
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Config:\n    depth = 2\n\n\ndef other():\n    return Config()\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        y = x.permute(0, 2, 1).view(-1)\n        return y.sum().item()\n"
+    )
+    plan = _plan_of(source)
+    assert [u.name for u in plan.blanked] == ["Config", "other"]
+    assert plan.parsed_text().count("\n") == source.count("\n") - 4
+    assert [plan.lines.line(n) for n in (1, 4, 5, 7, 9, 12)] == [1, 4, 7, 11, 13, 16]
+    parsed: list[str] = []
+    real = engine_mod.cst.parse_module
+    monkeypatch.setattr(engine_mod.cst, "parse_module", lambda text, *a, **k: (parsed.append(text), real(text, *a, **k))[1])
+    (tmp_path / "model.py").write_text(source)
+    runs = _lint_all_ways(tmp_path, monkeypatch)
+    assert runs["sparse"] == runs["full"]
+    assert {row[1] for row in runs["full"][0][0]} == {15, 16}  # the findings are below the cut
+    assert plan.parsed_text() in parsed
+
+
+def test_outline_from_each_statements_kept_shape_is_the_whole_walks(monkeypatch):
+    import ast
+
+    from fusionlint import precheck
+
+    deep = "def f(x):\n    return " + "[" * 40 + "x" + "]" * 40 + "\n"
+    sources = [p.read_text() for p in CORPORA[0].rglob("*.py")] + [deep, "", "x = 1; y = [[2]]\nclass A:\n    z = (((3)))\n"]
+    for source in sources:
+        tree = ast.parse(source)
+        for limit in (200_000, 40):  # over the node limit, the whole walk decides
+            shapes: dict = {}
+            assert outline.outline_of(tree, source, limit, shapes) == outline.outline_of(tree, source, limit), source[:80]
+            assert outline.outline_of(tree, source, limit, shapes) == outline.outline_of(tree, source, limit)
+    walked: list = []
+    real = precheck.tree_shape
+    monkeypatch.setattr(precheck, "tree_shape", lambda node, **k: (walked.append(node), real(node, **k))[1])
+    source = deep + "\n\nclass B:\n    pass\n"
+    shapes = {}
+    outline.outline_of(ast.parse(source), source, 200_000, shapes)
+    edited = source.replace("pass", "y = 2")
+    again = outline.outline_of(ast.parse(edited), edited, 200_000, shapes)
+    assert [type(n).__name__ for n in walked] == ["ClassDef", "FunctionDef", "ClassDef"]  # f walked once
+    assert again == outline.outline_of(ast.parse(edited), edited, 200_000)
+    assert again.depth > 40 and again.deepest[0] == 2  # the nested lists of f, kept from the first outline
+
+
+def test_plan_blanks_methods_of_a_kept_class_that_nothing_reaches(tmp_path, monkeypatch):
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = nn.Linear(2, 2)\n\n"
+        "    def reset(self):\n        self.scale = len(self.describe())\n\n"
+        "    def describe(self):\n        return 'net'\n\n"
+        "    def extra_repr(self):\n        return 'Net()'\n\n"
+        "    def forward(self, x):\n        return self.w(x).sum().item()\n"
+    )
+    plan = _plan_of(source)
+    # __init__ and forward are entry points, reset writes an attribute (so it is kept) and names
+    # describe; extra_repr is named by nothing and the model does not compile it
+    assert [u.name for u in plan.blanked] == ["Net.extra_repr"]
+    assert plan.parsed_text().count("\n") == source.count("\n") - 2
+    (tmp_path / "model.py").write_text(source)
+    runs = _lint_all_ways(tmp_path, monkeypatch)
+    assert runs["sparse"] == runs["full"]
+    assert [row[1] for row in runs["full"][0][0]] == [20]  # .item() below the cut, on its own line
+
+
+def test_a_rule_looking_up_a_blanked_method_makes_the_file_lint_whole():
+    from types import SimpleNamespace
+
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+        "    def helper(self):\n        return 1\n\n    def forward(self, x):\n        return x\n"
+    )
+    plan = _plan_of(source)
+    assert [u.name for u in plan.blanked] == ["Net.helper"]
+
+    def asked(methods):
+        return SimpleNamespace(asked_attrs=set(), asked_kinds=set(), _memo={}, file=SimpleNamespace(aliases={}),
+                               asked_methods=methods)
+
+    assert sparse.still_exact(plan, asked({"Net": {"forward", "__init__"}}))
+    assert not sparse.still_exact(plan, asked({"Net": {"helper"}}))
+    assert not sparse.still_exact(plan, asked({"Net": {sparse._EVERYTHING}}))  # iterated its methods

@@ -47,7 +47,7 @@ def docs_url(settings, rule: type[Rule]) -> Optional[str]:
         return None
 
 
-def _frame_offset(text: str, frames: Sequence[str], index: int) -> Optional[int]:
+def _frame_offset(doc: Document, frames: Sequence[str], index: int) -> Optional[int]:
     """Offset of the ``def`` a chain frame names ("Model.forward", "self._mask", "helper").
 
     Frames are names, so this is a search of the text: the first ``def NAME`` after ``class OWNER``.
@@ -56,20 +56,14 @@ def _frame_offset(text: str, frames: Sequence[str], index: int) -> Optional[int]
     owner, _, name = frame.rpartition(".")
     if owner == "self" and index > 0:
         owner = frames[0].rpartition(".")[0]  # a method of the class the chain started in
-    start = 0
-    if owner and owner != "self":
-        cls = re.search(rf"^[ \t]*class[ \t]+{re.escape(owner.rsplit('.', 1)[-1])}\b", text, re.M)
-        if cls is not None:
-            start = cls.end()
-    found = re.compile(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}\b", re.M).search(text, start)
-    return None if found is None else found.start()
+    return doc.definitions.def_after(owner.rsplit(".", 1)[-1] if owner and owner != "self" else None, name)
 
 
 def to_diagnostic(doc: Document, finding: Finding, encoding: str, rule: Optional[type[Rule]], settings) -> types.Diagnostic:
     rng = _range(doc, finding.line, finding.column, finding.end_line, finding.end_column, encoding)
     related = []
     for i, frame in enumerate(finding.chain):
-        at = _frame_offset(doc.text, finding.chain, i)
+        at = _frame_offset(doc, finding.chain, i)
         if at is None:
             where = rng
         else:

@@ -25,7 +25,7 @@ def _units(char: str, encoding: str) -> int:
 
 def to_client(line: str, column: int, encoding: str) -> int:
     """0-based code-point ``column`` on ``line`` -> 0-based client code units."""
-    if encoding == UTF32:
+    if encoding == UTF32 or line.isascii():  # one code unit per character in every encoding
         return column
     return sum(_units(c, encoding) for c in line[:column])
 
@@ -35,7 +35,7 @@ def from_client(line: str, character: int, encoding: str) -> int:
 
     A position inside a character (half a surrogate pair, mid UTF-8 sequence) moves to its start.
     """
-    if encoding == UTF32:
+    if encoding == UTF32 or line.isascii():
         return max(0, min(character, len(line)))
     units = 0
     for index, char in enumerate(line):

@@ -24,6 +24,7 @@ from pygls.uris import to_fs_path
 from fusionlint import __version__
 from fusionlint.lsp import features
 from fusionlint.lsp.documents import Document
+from fusionlint.lsp.idle_gc import IdleCollector
 from fusionlint.lsp.positions import UTF16
 from fusionlint.lsp.workspace import Projects
 from fusionlint.registry import all_rules
@@ -43,6 +44,7 @@ class FusionlintServer(LanguageServer):
         # uri -> (version, findings, error) of the last lint, for code actions and hover
         self.results: dict[str, tuple[Optional[int], list[Finding], Optional[FileError]]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self.idle_gc = IdleCollector()  # started by start(): not in-process test servers
 
     # -- client facts ---------------------------------------------------------------------------
     @property
@@ -91,8 +93,10 @@ class FusionlintServer(LanguageServer):
             self.lint(uri)
         except Exception:
             self.log(f"fusionlint: linting {uri} failed:\n{traceback.format_exc()}")
+        self.idle_gc.work_done()
 
     def lint_later(self, uri: str) -> None:
+        self.idle_gc.cancel()  # typing: no collection until it pauses
         old = self._timers.pop(uri, None)
         if old is not None:
             old.cancel()
@@ -308,4 +312,5 @@ def hover(ls: FusionlintServer, params: types.HoverParams) -> Optional[types.Hov
 
 
 def start() -> None:
+    server.idle_gc.start()
     server.start_io()

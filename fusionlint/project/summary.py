@@ -103,6 +103,8 @@ class FileSummary:
     # (definition text, first line, aliases before it) -> what it added: kept only when asked (an
     # editor re-summarising the same file on every keystroke re-walks only the changed definitions)
     units: Optional[dict] = field(default=None, repr=False, compare=False)
+    # the outline's shape of each top-level statement (fusionlint.outline), kept with ``units``
+    shapes: Optional[dict] = field(default=None, repr=False, compare=False)
 
 
 def summarize(
@@ -127,7 +129,9 @@ def summarize(
             _Summarizer(out, text, reuse).module(tree)
         else:
             _Summarizer(out).module(tree)
-        out.outline = outline_of(tree, text, MAX_NODES)
+        if keep_units:
+            out.shapes = dict(previous.shapes) if previous is not None and previous.shapes else {}
+        out.outline = outline_of(tree, text, MAX_NODES, out.shapes)
     except (SyntaxError, ValueError, MemoryError):
         return None
     except RecursionError:  # pathological nesting: the file's own lint reports it
