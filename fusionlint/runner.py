@@ -78,27 +78,29 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         respect_gitignore=settings.respect_gitignore,
     )
     out = Run(RunResult(errors=list(errors), files_found=len(files) + len(errors)))
-    sources: list[tuple[Path, str, str, str]] = []
+    # Streamed: each file's text is read, indexed and summarised here, then dropped; linting reads it
+    # again (a file changed in between is that file's error). Keeping every text until the end made
+    # the peak memory grow with the corpus (109 MB of text on the zoo).
+    sources: list[_Source] = []
     snapshots: dict[Path, Snapshot] = {}
     project = ProjectIndex()
+    model = Project()
     for path in files:
         shown = display_path(path, settings.root)
         try:
             if options.fix:  # taken before reading: a change in between makes the write refuse, never lose it
                 snapshots[path] = Snapshot.take(path)
             text, encoding = read_source_encoded(path, writable=options.fix and not options.diff)
-        except SourceError as exc:
-            out.result.errors.append(FileError(shown, str(exc), exc.line))
+        except (SourceError, OSError) as exc:
+            out.result.errors.append(_read_error(shown, exc))
             continue
-        except OSError as exc:
-            out.result.errors.append(FileError(shown, f"cannot read file: {exc.strerror or exc}"))
-            continue
-        project.add_file(shown, text)
-        sources.append((path, shown, text, encoding))
+        project.add_file(shown, text, reread=_Reread(path))
+        model.add(shown, path, text)
+        sources.append(_Source(path, shown, encoding, hash(text)))
         out.result.paths.append(str(path.resolve()))
     torch_version = torch_target.resolve(settings.target_torch)
     out.result.target_torch = torch_target.format_version(torch_version)
-    engine = Engine(rules, project, _semantic_model(sources, settings), target_torch=torch_version)
+    engine = Engine(rules, project, _semantic_model(model, settings), target_torch=torch_version)
     may_write = _WritableArea(paths, settings.root)
     # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
     # collector from re-scanning them at every collection of the libcst trees (measured on timm:
@@ -118,12 +120,10 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     return out
 
 
-def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Settings) -> Project:
-    """The project model over every Python file under the root, not only the linted ones: a linted
-    file's answers must not depend on which other files were named (pre-commit names staged files)."""
-    model = Project()
-    for path, shown, text, _ in sources:
-        model.add(shown, path, text)
+def _semantic_model(model: Project, settings: Settings) -> Project:
+    """The project model over every Python file under the root, not only the linted ones (already in
+    ``model``): a linted file's answers must not depend on which other files were named (pre-commit
+    names staged files)."""
     try:
         everything, _ = discover(
             [settings.root], root=settings.root, exclude=settings.exclude,
@@ -143,6 +143,46 @@ def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Setting
     return model
 
 
+@dataclass(frozen=True)
+class _Source:
+    """A file to lint, without its text (read again when it is linted)."""
+
+    path: Path
+    shown: str
+    encoding: str
+    text_hash: int  # of the text the index and the model were built from
+
+
+class _Reread:
+    """The current text of a linted file, for the index's rare whole-project text searches."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self) -> str:
+        try:
+            return read_source_encoded(self.path)[0]
+        except (SourceError, OSError):  # gone or broken since: it has nothing to contribute
+            return ""
+
+
+def _read_error(shown: str, exc: Exception) -> FileError:
+    if isinstance(exc, SourceError):
+        return FileError(shown, str(exc), exc.line)
+    return FileError(shown, f"cannot read file: {getattr(exc, 'strerror', None) or exc}")
+
+
+def _reread(source: _Source, writable: bool) -> tuple[Optional[str], Optional[FileError]]:
+    """The text of ``source`` as it was indexed, or the error saying why it cannot be linted now."""
+    try:
+        text, encoding = read_source_encoded(source.path, writable=writable)
+    except (SourceError, OSError) as exc:
+        return None, _read_error(source.shown, exc)
+    if hash(text) != source.text_hash or encoding != source.encoding:
+        return None, FileError(source.shown, "changed while fusionlint was checking it: not checked (run again)")
+    return text, None
+
+
 @dataclass
 class _FileChecker:
     """Everything linting (and fixing) one file needs; shared by the worker processes of a run."""
@@ -153,10 +193,15 @@ class _FileChecker:
     snapshots: dict[Path, Snapshot]
     may_write: "_WritableArea"
 
-    def check(self, path: Path, shown: str, text: str, encoding: str) -> Run:
+    def check(self, source: _Source) -> Run:
         """One file's findings, errors, fixes and diff, as a Run of its own (merged by the caller)."""
         out = Run(RunResult())
         engine, settings, options = self.engine, self.settings, self.options
+        path, shown, encoding = source.path, source.shown, source.encoding
+        text, failed_read = _reread(source, writable=options.fix and not options.diff)
+        if failed_read is not None:
+            out.result.errors.append(failed_read)
+            return out
         crashes: list[FileError] = []  # rules that raised on this file (in any fix round), once each
 
         def lint(source: str) -> list[Finding]:
@@ -206,7 +251,7 @@ def _default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _check_all(checker: _FileChecker, sources: list[tuple[Path, str, str, str]], options: RunOptions) -> list[Run]:
+def _check_all(checker: _FileChecker, sources: list[_Source], options: RunOptions) -> list[Run]:
     """Each file's Run, in the order of ``sources`` whatever the number of workers (deterministic output).
 
     Workers are forked after the project index and model are built, so they share them instead of
@@ -220,7 +265,7 @@ def _check_all(checker: _FileChecker, sources: list[tuple[Path, str, str, str]],
         or options.verify_fix is not None
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
-        return [checker.check(*source) for source in sources]
+        return [checker.check(source) for source in sources]
     global _checker_in_worker
     _checker_in_worker = checker
     chunks = [list(range(i, min(i + _CHUNK, len(sources)))) for i in range(0, len(sources), _CHUNK)]
@@ -228,15 +273,15 @@ def _check_all(checker: _FileChecker, sources: list[tuple[Path, str, str, str]],
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             done = list(pool.map(_check_chunk, [[sources[i] for i in chunk] for chunk in chunks]))
     except BrokenProcessPool:  # a worker died (killed, out of memory): do the whole run here instead
-        return [checker.check(*source) for source in sources]
+        return [checker.check(source) for source in sources]
     finally:
         _checker_in_worker = None
     return [run for chunk in done for run in chunk]
 
 
-def _check_chunk(chunk: list[tuple[Path, str, str, str]]) -> list[Run]:
+def _check_chunk(chunk: list[_Source]) -> list[Run]:
     assert _checker_in_worker is not None
-    return [_checker_in_worker.check(*source) for source in chunk]
+    return [_checker_in_worker.check(source) for source in chunk]
 
 
 class _LintFailed(Exception):
