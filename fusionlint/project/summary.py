@@ -30,16 +30,24 @@ _BUILTIN_CALLS = frozenset(
 )
 _MODULE_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
 _COMPILE = ("torch.compile", "torch.compiler.compile")
+# One object for each distinct parameter and abstract value, shared by every summary of the process:
+# on the zoo most are repeats (`self`, `("param", "hidden_states")`), and one copy each took ~20 % of
+# the model's memory. Both are never changed after they are made.
+_SHARED: dict = {}
 
 
-@dataclass
+def _shared(value):
+    return _SHARED.setdefault(value, value)
+
+
+@dataclass(slots=True)
 class Param:
     name: str
     annotation: Optional[str]  # "tensor" | "other" | None
     default: Optional[str]  # None (no default) | "none" | "literal" | "other"
 
 
-@dataclass
+@dataclass(slots=True)
 class CallSite:
     how: str  # "self" | "super" | "name" | "dotted" | "self-attr"
     target: str  # method / attribute / name / dotted name as written
@@ -48,7 +56,7 @@ class CallSite:
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class AttrFact:
     kind: str  # "param" | "buffer" | "tensor" | "object" | "modules" | "int" | "float" | "bool" | "str" | "none" | "container" | "unknown"
     ctor: str  # resolved constructor for "object"; "" otherwise
@@ -57,7 +65,7 @@ class AttrFact:
     elements: tuple[str, ...] = ()  # constructors of ModuleList/Sequential elements
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionSummary:
     qualname: str  # "Net.forward", "helper", "Net.forward.<locals>.inner"
     name: str
@@ -72,7 +80,7 @@ class FunctionSummary:
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassSummary:
     name: str
     bases: list[str]  # resolved through the file's imports
@@ -82,7 +90,7 @@ class ClassSummary:
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class FileSummary:
     path: str  # display path (relative to the root, POSIX)
     module: str
@@ -92,6 +100,14 @@ class FileSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     compile_targets: set[str] = field(default_factory=set)
+
+
+def _param(name: str, annotation: Optional[str], default: Optional[str]) -> Param:
+    key = ("param", name, annotation, default)
+    found = _SHARED.get(key)
+    if found is None:
+        found = _SHARED[key] = Param(name, annotation, default)
+    return found
 
 
 def summarize(text: str, path: str, module: str, is_package: bool) -> Optional[FileSummary]:
@@ -187,7 +203,7 @@ class _Summarizer:
         args = node.args
         positional = [*args.posonlyargs, *args.args]
         defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-        params = [Param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(positional, defaults)]
+        params = [_param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(positional, defaults)]
         params += [Param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
         decorators = [resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in node.decorator_list]
         static = "staticmethod" in decorators
@@ -250,8 +266,8 @@ class _Summarizer:
             how, target = "name", func.id
         else:
             return None
-        args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else values.of(a) for a in call.args]
-        kwargs = {k.arg: values.of(k.value) for k in call.keywords if k.arg is not None}
+        args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else _shared(values.of(a)) for a in call.args]
+        kwargs = {k.arg: _shared(values.of(k.value)) for k in call.keywords if k.arg is not None}
         return CallSite(how, target, args, kwargs, call.lineno)
 
     def _attr_facts(self, cls: ClassSummary, method: str, body_nodes, calls, values: LocalValues) -> None:
