@@ -122,11 +122,15 @@ def measure(command: list[str], cwd: Path, count: Callable[[Path], int]) -> Meas
     The peak RSS comes from GNU time when it is there: a process started by this (larger) Python would
     inherit this process's high-water mark at exec and report at least that.
     """
-    out_path, err_path, usage_path = WORK / "stdout.txt", WORK / "stderr.txt", WORK / "usage.txt"
+    # per process: two benches at once (a table and a memory run) must not read each other's output
+    out_path, err_path, usage_path = (WORK / f"{what}-{os.getpid()}.txt" for what in ("stdout", "stderr", "usage"))
     wrapped = [str(TIME), "-f", "%U %S %M", "-o", str(usage_path), *command] if TIME.exists() else command
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(wrapped, cwd=cwd, stdout=out, stderr=err)
+        # unbuffered: Fixit's and TorchFix's pool workers print findings themselves, and a block-buffered
+        # worker that exits without flushing loses some (counts differed between runs: 109 vs 206, 10 vs 8)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(wrapped, cwd=cwd, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting again
@@ -227,6 +231,8 @@ def bench(args: argparse.Namespace) -> int:
         plan += [("fusionlint", "timm"), ("ruff", "timm"), ("fixit", "timm"), ("torchfix", "timm")]
     elif args.anchors_subset == "full":
         plan += [("fixit", "full"), ("torchfix", "full")]
+    if args.tools:
+        plan = [(name, subset) for name, subset in plan if name in args.tools.split(",")]
     rows = []
     for kind in kinds:
         for name, subset in plan:
@@ -289,7 +295,8 @@ def memory(args: argparse.Namespace) -> int:
             command.append("--no-cache")
         m = measure(command, root, _count_fusionlint)
         files, lines = size(dirs)
-        print(f"| {label} | {files:,} | {lines:,} | {m.wall:.2f} | {m.cpu:.2f} | {m.rss_mib:.0f} | {m.findings:,} |",
+        found = "?" if m.findings is None else f"{m.findings:,}"
+        print(f"| {label} | {files:,} | {lines:,} | {m.wall:.2f} | {m.cpu:.2f} | {m.rss_mib:.0f} | {found} |",
               flush=True)
     return 0
 
@@ -323,6 +330,7 @@ def main() -> int:
     parser.add_argument("--anchors-subset", choices=["timm", "full", "none"], default="timm",
                         help="where Fixit and TorchFix run (and fusionlint and Ruff again, to compare): "
                              "timm only (default), the full zoo, or not at all")
+    parser.add_argument("--tools", default=None, help="comma-separated subset of: fusionlint, ruff, fixit, torchfix")
     parser.add_argument("--runs", default="cold,warm,edit", help="comma-separated: cold, warm, edit")
     parser.add_argument("--fractions", default="quarter,half,full", help="memory: which fractions of the zoo")
     parser.add_argument("--jobs", type=int, default=1, help="memory: fusionlint's --jobs (default 1: one process)")
