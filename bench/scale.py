@@ -127,8 +127,8 @@ def measure(command: list[str], cwd: Path, count: Callable[[Path], int]) -> Meas
     wrapped = [str(TIME), "-f", "%U %S %M", "-o", str(usage_path), *command] if TIME.exists() else command
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         t0 = time.perf_counter()
-        # unbuffered: Fixit's and TorchFix's pool workers print findings themselves, and a block-buffered
-        # worker that exits without flushing loses some (counts differed between runs: 109 vs 206, 10 vs 8)
+        # unbuffered: Fixit's and TorchFix's pool workers may print findings themselves; a precaution (an
+        # unbuffered rerun on timm gave the same counts as a buffered one: 206 and 8)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(wrapped, cwd=cwd, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
