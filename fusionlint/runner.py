@@ -98,9 +98,13 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             cache.finish()
             return out
     # --- end findings cache
-    sources: list[tuple[Path, str, str, str]] = []
+    # Streamed: each file's text is read, indexed and summarised here, then dropped; linting reads it
+    # again (a file changed in between is that file's error). Keeping every text until the end made
+    # the peak memory grow with the corpus (109 MB of text on the zoo).
+    sources: list[_Source] = []
     snapshots: dict[Path, Snapshot] = {}
     project = ProjectIndex()
+    model = Project()
     for path in files:
         shown = display_path(path, settings.root)
         try:
@@ -110,28 +114,26 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
                 text, encoding = cache.read(path, shown)
             else:
                 text, encoding = read_source_encoded(path, writable=options.fix and not options.diff)
-        except SourceError as exc:
-            out.result.errors.append(FileError(shown, str(exc), exc.line))
-            continue
-        except OSError as exc:
-            out.result.errors.append(FileError(shown, f"cannot read file: {exc.strerror or exc}"))
+        except (SourceError, OSError) as exc:
+            out.result.errors.append(_read_error(shown, exc))
             continue
         if cache is not None:
-            cache.add_to_index(project, shown, text)
+            cache.add_to_index(project, shown, text, reread=_Reread(path))
+            cache.add_linted(model, project, shown, path, text)
         else:
-            project.add_file(shown, text)
-        sources.append((path, shown, text, encoding))
+            project.add_file(shown, text, reread=_Reread(path))
+            model.add(shown, path, text)
+        sources.append(_Source(path, shown, encoding, hash(text)))
         out.result.paths.append(str(path.resolve()))
     if cache is not None:
-        model = Project()
-        cache.build_model(sources, model, project)
+        cache.finish_model(model, project)
     else:
-        model = _semantic_model(sources, settings, paths)
+        model = _semantic_model(model, settings, paths)
     engine = Engine(rules, project, model, target_torch=torch_version)
     model.propagate()  # once, here: forked workers share the result instead of each computing it
     if cache is not None:  # entries made in another tree whose cross-file facts still hold
         cache.propagate(model)
-        served.update(cache.served_after_check([s[0] for s in sources if s[0] not in served], model, project))
+        served.update(cache.served_after_check([s.path for s in sources if s.path not in served], model, project))
         cache.instrument(engine)
     may_write = _WritableArea(paths, settings.root)
     # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
@@ -140,9 +142,9 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     gc.freeze()  # also keeps forked workers from touching (and so copying) those pages
     try:
         checker = _FileChecker(engine, settings, options, snapshots, may_write, cache)
-        to_check = [source for source in sources if source[0] not in served]
+        to_check = [source for source in sources if source.path not in served]
         checked = iter(_check_all(checker, to_check, options))
-        _merge(out, [served[source[0]] if source[0] in served else next(checked) for source in sources])
+        _merge(out, [served[source.path] if source.path in served else next(checked) for source in sources])
         out.files_linted = len(to_check)
     finally:
         gc.unfreeze()
@@ -162,12 +164,10 @@ def _merge(out: Run, runs: list[Run]) -> None:
     out.result.findings.sort(key=lambda f: f.sort_key)
 
 
-def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Settings, paths: Sequence[str] = ()) -> Project:
-    """The project model over every Python file of the project, not only the linted ones: a linted
-    file's answers must not depend on which other files were named (pre-commit names staged files)."""
-    model = Project()
-    for path, shown, text, _ in sources:
-        model.add(shown, path, text)
+def _semantic_model(model: Project, settings: Settings, paths: Sequence[str] = ()) -> Project:
+    """The project model over every Python file of the project, not only the linted ones (already in
+    ``model``): a linted file's answers must not depend on which other files were named (pre-commit
+    names staged files)."""
     try:
         everything, _ = discover(
             index_scope(paths, settings), root=settings.root, exclude=settings.exclude,
@@ -187,6 +187,46 @@ def _semantic_model(sources: list[tuple[Path, str, str, str]], settings: Setting
     return model
 
 
+@dataclass(frozen=True)
+class _Source:
+    """A file to lint, without its text (read again when it is linted)."""
+
+    path: Path
+    shown: str
+    encoding: str
+    text_hash: int  # of the text the index and the model were built from
+
+
+class _Reread:
+    """The current text of a linted file, for the index's rare whole-project text searches."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self) -> str:
+        try:
+            return read_source_encoded(self.path)[0]
+        except (SourceError, OSError):  # gone or broken since: it has nothing to contribute
+            return ""
+
+
+def _read_error(shown: str, exc: Exception) -> FileError:
+    if isinstance(exc, SourceError):
+        return FileError(shown, str(exc), exc.line)
+    return FileError(shown, f"cannot read file: {getattr(exc, 'strerror', None) or exc}")
+
+
+def _reread(source: _Source, writable: bool) -> tuple[Optional[str], Optional[FileError]]:
+    """The text of ``source`` as it was indexed, or the error saying why it cannot be linted now."""
+    try:
+        text, encoding = read_source_encoded(source.path, writable=writable)
+    except (SourceError, OSError) as exc:
+        return None, _read_error(source.shown, exc)
+    if hash(text) != source.text_hash or encoding != source.encoding:
+        return None, FileError(source.shown, "changed while fusionlint was checking it: not checked (run again)")
+    return text, None
+
+
 @dataclass
 class _FileChecker:
     """Everything linting (and fixing) one file needs; shared by the worker processes of a run."""
@@ -198,18 +238,23 @@ class _FileChecker:
     may_write: "_WritableArea"
     cache: Optional[CacheSession] = None
 
-    def check(self, path: Path, shown: str, text: str, encoding: str) -> Run:
+    def check(self, source: _Source) -> Run:
         """One file's findings, errors, fixes and diff, as a Run of its own (merged by the caller)."""
         if self.cache is None:
-            return self._check(path, shown, text, encoding)
+            return self._check(source)
         self.cache.begin()  # records the cross-file facts this file's analysis asks for
-        one = self._check(path, shown, text, encoding)
-        self.cache.end(shown, one)
+        one = self._check(source)
+        self.cache.end(source.shown, one)
         return one
 
-    def _check(self, path: Path, shown: str, text: str, encoding: str) -> Run:
+    def _check(self, source: _Source) -> Run:
         out = Run(RunResult())
         engine, settings, options = self.engine, self.settings, self.options
+        path, shown, encoding = source.path, source.shown, source.encoding
+        text, failed_read = _reread(source, writable=options.fix and not options.diff)
+        if failed_read is not None:
+            out.result.errors.append(failed_read)
+            return out
         crashes: list[FileError] = []  # rules that raised on this file (in any fix round), once each
 
         def lint(source: str) -> list[Finding]:
@@ -259,7 +304,7 @@ def _default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _check_all(checker: _FileChecker, sources: list[tuple[Path, str, str, str]], options: RunOptions) -> list[Run]:
+def _check_all(checker: _FileChecker, sources: list[_Source], options: RunOptions) -> list[Run]:
     """Each file's Run, in the order of ``sources`` whatever the number of workers (deterministic output).
 
     Workers are forked after the project index and model are built, so they share them instead of
@@ -273,7 +318,7 @@ def _check_all(checker: _FileChecker, sources: list[tuple[Path, str, str, str]],
         or options.verify_fix is not None
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
-        return [checker.check(*source) for source in sources]
+        return [checker.check(source) for source in sources]
     global _checker_in_worker
     _checker_in_worker = checker
     chunks = [list(range(i, min(i + _CHUNK, len(sources)))) for i in range(0, len(sources), _CHUNK)]
@@ -281,15 +326,15 @@ def _check_all(checker: _FileChecker, sources: list[tuple[Path, str, str, str]],
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
             done = list(pool.map(_check_chunk, [[sources[i] for i in chunk] for chunk in chunks]))
     except BrokenProcessPool:  # a worker died (killed, out of memory): do the whole run here instead
-        return [checker.check(*source) for source in sources]
+        return [checker.check(source) for source in sources]
     finally:
         _checker_in_worker = None
     return [run for chunk in done for run in chunk]
 
 
-def _check_chunk(chunk: list[tuple[Path, str, str, str]]) -> list[Run]:
+def _check_chunk(chunk: list[_Source]) -> list[Run]:
     assert _checker_in_worker is not None
-    return [_checker_in_worker.check(*source) for source in chunk]
+    return [_checker_in_worker.check(source) for source in chunk]
 
 
 class _LintFailed(Exception):

@@ -14,6 +14,7 @@ import bisect
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
 
 _CLASS_RE = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.M)
 _DISABLE_RE = re.compile(
@@ -101,7 +102,8 @@ class ProjectIndex:
     attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
     # attribute name -> (path, line) of `self.attr = ...` / `self.attr op= ...` in any class
     self_attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
-    _texts: dict[str, str] = field(default_factory=dict)
+    # each file's text, or what reads it again (a run keeps no texts: they would grow with the corpus)
+    _texts: dict[str, Union[str, Callable[[], str]]] = field(default_factory=dict)
     _number_uses: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     _kind_cache: dict[str, str | None] = field(default_factory=dict)
     _files: dict[str, _FileFacts] = field(default_factory=dict)
@@ -110,17 +112,24 @@ class ProjectIndex:
     # know to start over
     generation: int = 0
 
-    def add_file(self, path: str, text: str) -> None:
-        self.update_file(path, text)
+    def add_file(self, path: str, text: str, reread: Optional[Callable[[], str]] = None) -> None:
+        self.update_file(path, text, reread)
 
-    def update_file(self, path: str, text: str, facts: "_FileFacts | None" = None) -> None:
+    def update_file(
+        self, path: str, text: str, reread: Optional[Callable[[], str]] = None, facts: "_FileFacts | None" = None
+    ) -> None:
         """Index ``text`` as the content of ``path``, replacing what an earlier version contributed.
-        ``facts``: what ``scanned(text)`` gave for this very text earlier (the findings cache keeps it)."""
+
+        ``reread`` (the file's current text) lets the index drop ``text`` and read it again for the
+        searches of ``python_number_uses``; without it the text is kept (an editor's unsaved buffer).
+        ``facts``: what ``scanned(text)`` gave for this very text earlier (the findings cache keeps it).
+        """
         facts = _scan(text) if facts is None else facts
+        kept = text if reread is None else reread
         if self._files.get(path) == facts:
             # An edit inside a function body: no cross-file fact changed, only the text that
             # python_number_uses searches.
-            self._texts[path] = text
+            self._texts[path] = kept
             self._number_uses.clear()
             return
         self.remove_file(path)
@@ -135,7 +144,7 @@ class ProjectIndex:
             self.attribute_writes[attr].append((path, line))
         for attr, line in facts.self_attribute_writes:
             self.self_attribute_writes[attr].append((path, line))
-        self._texts[path] = text
+        self._texts[path] = kept
         self._number_uses.clear()
         self._kind_cache.clear()
 
@@ -184,7 +193,8 @@ class ProjectIndex:
             return self._number_uses[attr]
         found: list[tuple[str, int, str]] = []
         needle = re.compile(r"\." + re.escape(attr) + r"\b")
-        for path, text in self._texts.items():
+        for path, kept in self._texts.items():
+            text = kept if isinstance(kept, str) else kept()
             last_line = -1
             for match in needle.finditer(text):
                 start = text.rfind("\n", 0, match.start()) + 1

@@ -229,24 +229,28 @@ class CacheSession:
             raise
 
     # -- 3. the name index and the project model -------------------------------------------------------
-    def add_to_index(self, index, shown: str, text: str) -> None:
+    def add_to_index(self, index, shown: str, text: str, reread=None) -> None:
         """``index.add_file``, with the regex scan of unchanged content taken from the cache."""
         f = self.files.get(shown)
         key = None if f is None or f.digest is None else digest(f"{self.config_code}\0{f.digest}".encode())
         cached = self.store.load("scans", key) if key is not None else None
         if isinstance(cached, tuple) and len(cached) == 1:
-            index.update_file(shown, text, cached[0])
+            index.update_file(shown, text, reread, facts=cached[0])
             return
-        index.add_file(shown, text)
+        index.add_file(shown, text, reread)
         if key is not None and index.scanned(shown) is not None:
             self.store.save("scans", key, (index.scanned(shown),))
 
-    def build_model(self, sources, model, index) -> None:
-        """Fill ``model`` as ``runner._semantic_model`` does (linted sources, then the rest of the
-        root, in that order), from cached summaries where the content is unchanged."""
+    def add_linted(self, model, index, shown: str, path: Path, text: str) -> None:
+        """``model.add`` for a linted file as the run reads it (texts are not kept: the run streams),
+        from its cached summary where the content is unchanged."""
         model.name_index = index  # before the facts: a later change of index makes the model start over
-        for path, shown, text, _ in sources:
-            self._add(model, shown, path, text)
+        self._add(model, shown, path, text)
+
+    def finish_model(self, model, index) -> None:
+        """Fill ``model`` as ``runner._semantic_model`` does after the linted files (the rest of the
+        project), from cached summaries where the content is unchanged, and load the propagation."""
+        model.name_index = index
         for f in list(self.files.values()):
             if model.has(f.shown) or f.linted or f.path.suffix != ".py":
                 continue

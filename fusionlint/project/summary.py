@@ -32,16 +32,24 @@ _BUILTIN_CALLS = frozenset(
 )
 _MODULE_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
 _COMPILE = ("torch.compile", "torch.compiler.compile")
+# One object for each distinct parameter and abstract value, shared by every summary of the process:
+# on the zoo most are repeats (`self`, `("param", "hidden_states")`), and one copy each took ~20 % of
+# the model's memory. Both are never changed after they are made.
+_SHARED: dict = {}
 
 
-@dataclass
+def _shared(value):
+    return _SHARED.setdefault(value, value)
+
+
+@dataclass(slots=True)
 class Param:
     name: str
     annotation: Optional[str]  # "tensor" | "other" | None
     default: Optional[str]  # None (no default) | "none" | "literal" | "other"
 
 
-@dataclass
+@dataclass(slots=True)
 class CallSite:
     how: str  # "self" | "super" | "name" | "dotted" | "self-attr"
     target: str  # method / attribute / name / dotted name (resolved through the imports)
@@ -51,7 +59,7 @@ class CallSite:
     written: str = ""  # the callee as written: "self.m", "helper", "helpers.norm" (what the libcst side sees)
 
 
-@dataclass
+@dataclass(slots=True)
 class AttrFact:
     kind: str  # "param" | "buffer" | "tensor" | "object" | "modules" | "int" | "float" | "bool" | "str" | "none" | "container" | "unknown"
     ctor: str  # resolved constructor for "object"; "" otherwise
@@ -60,7 +68,7 @@ class AttrFact:
     elements: tuple[str, ...] = ()  # constructors of ModuleList/Sequential elements
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionSummary:
     qualname: str  # "Net.forward", "helper", "Net.forward.<locals>.inner"
     name: str
@@ -78,7 +86,7 @@ class FunctionSummary:
     returns: tuple[Value, ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassSummary:
     name: str
     bases: list[str]  # resolved through the file's imports
@@ -88,7 +96,7 @@ class ClassSummary:
     line: int
 
 
-@dataclass
+@dataclass(slots=True)
 class FileSummary:
     path: str  # display path (relative to the root, POSIX)
     module: str
@@ -105,6 +113,14 @@ class FileSummary:
     units: Optional[dict] = field(default=None, repr=False, compare=False)
     # the outline's shape of each top-level statement (fusionlint.outline), kept with ``units``
     shapes: Optional[dict] = field(default=None, repr=False, compare=False)
+
+
+def _param(name: str, annotation: Optional[str], default: Optional[str]) -> Param:
+    key = ("param", name, annotation, default)
+    found = _SHARED.get(key)
+    if found is None:
+        found = _SHARED[key] = Param(name, annotation, default)
+    return found
 
 
 def summarize(
@@ -250,7 +266,7 @@ class _Summarizer:
         args = node.args
         positional = [*args.posonlyargs, *args.args]
         defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-        params = [Param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(positional, defaults)]
+        params = [_param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(positional, defaults)]
         params += [Param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
         decorators = [resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in node.decorator_list]
         static = "staticmethod" in decorators
@@ -318,8 +334,8 @@ class _Summarizer:
             how, target = "name", func.id
         else:
             return None
-        args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else values.of(a) for a in call.args]
-        kwargs = {k.arg: values.of(k.value) for k in call.keywords if k.arg is not None}
+        args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else _shared(values.of(a)) for a in call.args]
+        kwargs = {k.arg: _shared(values.of(k.value)) for k in call.keywords if k.arg is not None}
         return CallSite(how, target, args, kwargs, call.lineno, dotted(func) or "")
 
     def _reference(self, call: ast.Call, values: LocalValues) -> Optional[CallSite]:
@@ -339,8 +355,8 @@ class _Summarizer:
         else:
             return None
         if partial:
-            args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else values.of(a) for a in call.args[1:]]
-            kwargs = {k.arg: values.of(k.value) for k in call.keywords if k.arg is not None}
+            args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else _shared(values.of(a)) for a in call.args[1:]]
+            kwargs = {k.arg: _shared(values.of(k.value)) for k in call.keywords if k.arg is not None}
         else:
             args, kwargs = [], {}
         return CallSite(how, target, args, kwargs, call.lineno, "")
