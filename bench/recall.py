@@ -280,7 +280,11 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int)
         )
     for c in raw["recompile_causes"]:
         verdict, codes = default.hits[("recompile", c["path"], c["line"])]
-        label = {"exact": "HIT ", "span": "span", "miss": "miss"}[verdict]
+        opt_in = ""
+        if verdict == "miss":  # found only by a rule that is off by default?
+            verdict, codes = every.hits[("recompile", c["path"], c["line"])]
+            opt_in = " (opt-in rule)" if verdict != "miss" else ""
+        label = {"exact": "HIT ", "span": "span", "miss": "miss"}[verdict] + opt_in
         label += " (mode switch)" if c.get("mode_switch") else ""
         out.append(
             f"{label} recompile {c['path']}:{c['line']}  {(c['code'] or '')[:70]!r}  [{', '.join(codes) or '-'}]  "
@@ -304,10 +308,18 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int)
     for b in sorted(misses, key=lambda b: -len(b["models"]))[:15]:
         reason = next(iter(b["reasons"]))
         out.append(f"- {b['path']}:{b['line']} `{b['code']}` ({len(b['models'])} models): {reason}")
+    out += ["", "## Graph-break findings on executed lines where no break was recorded (default rules)", ""]
+    out += [f"- {f.path}:{f.line} {f.code}" for f in sorted(default.unconfirmed, key=lambda f: (f.path, f.line))]
     if failed:
         out += ["", "## Models skipped (failed to build or run)", ""]
         out += [f"- {m['name']}: {(m['error'] or '')[:160]}" for m in failed]
     return "\n".join(out) + "\n"
+
+
+def _commit() -> str:
+    proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "fusionlint", "rules"], cwd=REPO, capture_output=True, text=True)
+    return (proc.stdout.strip() or "unknown") + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def _pct(hit: int, total: int) -> str:
@@ -363,7 +375,9 @@ def main() -> int:
     findings, default_codes, errors = static_pass(facts["site"])
     text = report(raw, findings, default_codes, errors)
     print(text)
-    out = RESULTS / f"recall-{datetime.date.today().isoformat()}.txt"
+    today = datetime.date.today().isoformat()
+    # a rescore must not overwrite the text of the measurement it rescored: name it after both, and the commit
+    out = RESULTS / (f"recall-{raw['date']}-rescored-{today}-at-{_commit()}.txt" if args.rescore else f"recall-{today}.txt")
     out.write_text(text)
     log(f"results written to {out.relative_to(REPO)}")
     return 0

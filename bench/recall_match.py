@@ -139,6 +139,8 @@ class Score:
     executed_break_findings: int = 0
     executed_break_findings_real: int = 0
     hits: dict = field(default_factory=dict)
+    # graph-break findings on executed lines where no break was recorded (what precision counts against)
+    unconfirmed: list = field(default_factory=list)
 
     def table(self) -> list[tuple[str, int, int]]:
         return [
@@ -203,6 +205,8 @@ def score(
         if "graph-break" in f.effects and f.line in executed.get(f.path, ()):
             s.executed_break_findings += 1
             s.executed_break_findings_real += (f.path, f.line) in real
+            if (f.path, f.line) not in real:
+                s.unconfirmed.append(f)
     return s
 
 

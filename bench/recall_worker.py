@@ -12,6 +12,7 @@ model in progress, so that recall.py can tell which model a crashed worker was o
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import os
@@ -115,17 +116,24 @@ def measure(name: str) -> dict:
     # tracer (coverage of the package's files), the others once untraced (tracing costs several times)
     executed: dict[str, set[int]] = {}
     sizes, size_errors = [], {}
+    # the eager probe runs on a copy: some forwards change their module on first use (big_bird's
+    # `set_attention_type("original_full")` after its logger.warning), and the compiled run must see
+    # the model as built, or a line the probe ran is one the compiled calls never reach
+    try:
+        probe = copy.deepcopy(model)
+    except Exception:  # a module that cannot be copied: probe the original
+        probe = model
     for s in built.sizes:
         try:
             if not sizes:
                 sys.settrace(_tracer(roots, executed))
                 try:
                     for train in (True, False):
-                        _call(model, built, 2, s, train)
+                        _call(probe, built, 2, s, train)
                 finally:
                     sys.settrace(None)
             else:
-                _call(model, built, 2, s, False)
+                _call(probe, built, 2, s, False)
             sizes.append(s)
         except Exception as exc:
             if not sizes:  # lines of a failed first attempt are not a forward that ran

@@ -164,7 +164,10 @@ class Rule:
     # The file is skipped before parsing unless it contains one of these substrings.
     triggers: ClassVar[tuple[str, ...]] = ()
     gb_ids: ClassVar[tuple[str, ...]] = ()  # PyTorch graph-break registry ids, e.g. ("GB0124",)
-    measured_on: ClassVar[tuple[str, ...]] = ()  # e.g. ("torch 2.13.0 CPU", "torch 2.11.0 H200")
+    measured_on: ClassVar[tuple[str, ...]] = ()
+    # How the confirm pass must call a module to show this rule's effect, beyond its default calls:
+    # "" (nothing more) or "mode-switch" (also in eval mode, then back in train mode).
+    confirm_exercise: ClassVar[str] = ""  # e.g. ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     # Ruff-style markdown docs: What it does / Why is this bad? / Example / Use instead / Fix safety
     docs: ClassVar[str] = ""
     VALID: ClassVar[Sequence[str]] = ()

@@ -91,6 +91,23 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
         "        self.rnn = nn.LSTM(8, 8)\n    def forward(self, x):\n        return x @ self.rnn.weight_ih_l0.t()\n",
     ]
     INVALID = [
+        # two LSTMs one after the other (timm's Sequencer2d): Dynamo stops at the first (measured, torch
+        # 2.13: "cannot resume from", the second is never traced), so only the first is a break site
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.rnn_v = nn.LSTM(8, 8)\n        self.rnn_h = nn.LSTM(8, 8)\n    def forward(self, x):\n"
+            "        v, _ = self.rnn_v(x)\n        if x.dim() > 2:\n            v = self.rnn_h(v)[0]\n"
+            "        h, _ = self.rnn_h(x)\n        return v + h\n",
+            line=9,
+            count=1,
+        ),
+        # the first in a branch: the one after the branch is reached when the branch is not taken
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.rnn = nn.GRU(8, 8)\n    def forward(self, x, flag: bool = False):\n"
+            "        if flag:\n            x = self.rnn(x)[0]\n        return self.rnn(x)[0]\n",
+            count=2,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.rnn = nn.LSTM(8, 8, batch_first=True)\n    def forward(self, x):\n        h, _ = self.rnn(x)\n"
@@ -109,6 +126,11 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
             line=8,
         ),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ended: set[int] = set()  # blocks of forwards already ended by a reported RNN call
+        self._keep: list = []
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
@@ -136,11 +158,16 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
                     break
         if kind is None:
             return
-        where = (
-            "the rest of this forward runs eagerly"
-            if ctx.function is not None and ctx.function.kind == "forward"
-            else "the graph is split around it"
-        )
+        in_forward = ctx.function is not None and ctx.function.kind == "forward"
+        where = "the rest of this forward runs eagerly" if in_forward else "the graph is split around it"
+        if in_forward:
+            # Dynamo cannot resume after this break ("skipping the rest of the function"): a later RNN
+            # call in the same block, or nested below it, is never traced, so it is no break site of its own
+            suites = [p for p in ctx.iter_parents() if isinstance(p, (cst.IndentedBlock, cst.Module))]
+            if any(id(suite) in self._ended for suite in suites):
+                return
+            self._ended.add(id(suites[0]) if suites else 0)
+            self._keep.append(suites[0] if suites else None)  # ids stay unique while the nodes live
         ctx.report(
             node,
             f"`self.{attr}` is an nn.{kind}{where_assigned}: Dynamo does not trace it (\"Attempted to wrap RNN, GRU, or LSTM\", "

@@ -287,6 +287,12 @@ def test_matching_rules_without_torch(tmp_path):
     assert match.verdicts(finding(8, Effect.GRAPH_BREAK), m, tmp_path)["graph-break"]["verdict"] == "not-reproduced"
     # one benign recompile (automatic dynamic) is not a recompile finding; the limit is
     assert match.verdicts(finding(3, Effect.RECOMPILE), m, tmp_path)["recompile"]["verdict"] == "not-reproduced"
+    # ... unless its failed guard was read on the finding's line: a train/eval switch recompiles once
+    mode = dict(m, recompile_events=[{"guard": "self.training == True", "frames": [[src, 3, "forward"]],
+                                      "function": [src, 2, "forward"]}])
+    ev = match.verdicts(finding(3, Effect.RECOMPILE), mode, tmp_path)["recompile"]
+    assert ev["verdict"] == "confirmed" and "self.training == True" in ev["evidence"]
+    assert match.verdicts(finding(4, Effect.RECOMPILE), mode, tmp_path)["recompile"]["verdict"] == "not-reproduced"
     hit = dict(m, recompiles=8, recompile_limit_hit=True, compiled_regions=0)
     ev = match.verdicts(finding(3, Effect.RECOMPILE), hit, tmp_path)["recompile"]
     assert ev["verdict"] == "confirmed" and "then eager" in ev["evidence"]
@@ -303,3 +309,33 @@ def test_matching_rules_without_torch(tmp_path):
     assert match.verdicts(finding(3, Effect.SILENT_DIVERGENCE), div, tmp_path)["silent-divergence"]["verdict"] == "confirmed"
     assert match.verdicts(finding(3, Effect.SILENT_DIVERGENCE), m, tmp_path)["silent-divergence"]["verdict"] == "not-reproduced"
     assert match.status_of({"a": {"verdict": "unmeasurable", "evidence": "why"}}) == ("unconfirmed", "why")
+
+
+def test_mode_switch_exercise_calls_in_the_other_mode_and_restores_it():
+    from fusionlint.confirm.examples import mode_switch_exercise
+
+    class Model:
+        training = True
+
+        def train(self, mode=True):
+            self.training = mode
+
+    model, modes = Model(), []
+    exercise = mode_switch_exercise(lambda: (1,))
+    exercise(model, lambda *a: modes.append(model.training))
+    assert modes == [True, True, False, True] and model.training is True
+    # after the calls of another exercise (the batch sweep) when there is one
+    before = []
+    mode_switch_exercise(lambda: (1,), before=lambda m, call: before.append("swept"))(model, lambda *a: modes.append(model.training))
+    assert before == ["swept"] and modes[4:] == [False, True]
+
+
+def test_only_rules_that_ask_for_it_get_the_mode_switch():
+    from fusionlint.confirm.orchestrate import _wants_mode_switch
+    from fusionlint.rule import Effect, Finding, Severity
+
+    def finding(code):
+        return Finding("m.py", 3, 1, 3, 9, code, "x", "x", (Effect.RECOMPILE,), Severity.WARNING)
+
+    assert _wants_mode_switch([finding("FL201"), finding("FL205")])
+    assert not _wants_mode_switch([finding("FL201"), finding("FL204")])

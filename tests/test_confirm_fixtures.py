@@ -39,9 +39,14 @@ def cpu_observable(rule, bad: Path) -> set:
 def test_check_fixtures_confirm_cpu(tmp_path):
     need("torch", "the confirm pass runs the fixtures under torch.compile")
     out = tmp_path / "confirm.json"
+    # rules that are off by default but have a fixture (FL205) are selected on top of the defaults
+    opt_in = sorted(
+        code for code, rule in all_rules().items()
+        if not rule.default_enabled and any(d.name.startswith(code + "_") for d in fixture_dirs())
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "fusionlint.cli", "check", "fixtures/", "--confirm", "--device", "cpu", "--jobs", "2",
-         "--format", "json", "-o", str(out),
+         "--format", "json", "-o", str(out), *(a for code in opt_in for a in ("--extend-select", code)),
          # a hang guard, not a performance bound: a loaded 2-core machine compiles slowly
          "--confirm-timeout", "900",
          # measure now: a result cached by an earlier run in this checkout proves nothing new

@@ -339,3 +339,28 @@ def batch_sweep_exercise(inputs_factory: Callable[[], Any], sizes=(3, 5, 7, 9), 
             call(*[resize(a, n) for a in args], **kwargs)
 
     return exercise
+
+
+def mode_switch_exercise(inputs_factory: Callable[[], Any], before: Optional[Callable] = None):
+    """For findings about train/eval specialisation: the calls of ``before`` (or two plain calls),
+    then one call in eval mode and one back in the module's original mode."""
+
+    def exercise(model: Any, call: Callable[..., Any]) -> None:
+        from fusionlint.confirm.measure import CallArgs
+
+        raw = inputs_factory()
+        args, kwargs = (raw.args, raw.kwargs) if isinstance(raw, CallArgs) else (tuple(raw), {})
+        if before is not None:
+            before(model, call)
+        else:
+            call(*args, **kwargs)
+            call(*args, **kwargs)
+        was_training = model.training
+        model.train(not was_training)
+        try:
+            call(*args, **kwargs)
+        finally:
+            model.train(was_training)
+        call(*args, **kwargs)
+
+    return exercise

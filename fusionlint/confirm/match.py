@@ -74,7 +74,19 @@ def verdicts(finding: Finding, m: dict, root: Path, fixed: Optional[dict] = None
                 continue
             n, hit = int(m.get("recompiles") or 0), bool(m.get("recompile_limit_hit"))
             calls = len(m.get("compiles_per_call") or [])
-            if hit or n > BENIGN_RECOMPILES:
+            lines = range(finding.line, finding.end_line + 1)
+            # a failed guard whose value was read on the finding's lines is evidence at the line, even
+            # when it is the only recompile (a train/eval switch recompiles exactly once)
+            at_line = [
+                site for site in recompile_sites(m)
+                if site["from_guard"] and any(os.path.realpath(f[0]) == path and f[1] in lines for f in site["frames"])
+            ]
+            if at_line:
+                guard = at_line[0]["guards"][0] if at_line[0]["guards"] else "a guard"
+                out[effect.value] = _v(
+                    CONFIRMED, f"{_plural(n, 'recompile')} over {_plural(calls, 'call')}; guard `{guard}` failed, read at this line"
+                )
+            elif hit or n > BENIGN_RECOMPILES:
                 tail = ", recompile limit hit" + (", then eager" if m.get("compiled_regions") == 0 else "") if hit else ""
                 out[effect.value] = _v(CONFIRMED, f"{_plural(n, 'recompile')} over {_plural(calls, 'call')}{tail}")
             else:

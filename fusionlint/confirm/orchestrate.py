@@ -287,6 +287,13 @@ def fixed_variant(text: str, findings: list[Finding], effect: Effect, also: Opti
     return new if count and new != text else None
 
 
+def _wants_mode_switch(findings) -> bool:
+    from fusionlint.registry import all_rules
+
+    rules = all_rules()
+    return any(getattr(rules.get(f.code), "confirm_exercise", "") == "mode-switch" for f in findings)
+
+
 def build_job(
     unit: Unit,
     *,
@@ -321,6 +328,7 @@ def build_job(
         "timing_runs": timing_runs,
         "timeline": timeline,
         "exercise": "batch-sweep" if Effect.RECOMPILE in effects else None,
+        "mode_switch": _wants_mode_switch(unit.findings),
         "user_files": sorted({unit.abs_path, *user_files}),
         # Any file under these (outside installed packages) is the user's: a break in a helper of
         # another project file is reported in that file.

@@ -137,6 +137,8 @@ def run(job: dict) -> dict:
     if exercise is None and job.get("exercise") == "batch-sweep":
         exercise = ex.batch_sweep_exercise(example.inputs_factory)
         result["exercise"] = "batch-sweep"  # new sizes were ours: their recompiles are not the code's
+    if example.exercise is None and job.get("mode_switch"):
+        exercise = ex.mode_switch_exercise(example.inputs_factory, before=exercise)
     user_files = [os.path.realpath(p) for p in (job.get("user_files") or [job["path"]])]
     try:
         result["measurement"] = _measure_one(example, job, user_files, device, exercise)
