@@ -51,7 +51,7 @@ class ControlFlowChecker:
     def _branch(self, what: str, test: cst.BaseExpression, ctx) -> str:
         return (
             f"{what} on a tensor value (`{short(source(ctx, test))}`): Dynamo cannot pick a branch without the "
-            "value: graph break (GB0170) and a host sync"
+            "value: graph break (GB0170) and a host sync" + _dtype_precondition(test, ctx)
         )
 
     # -- tests of compound statements and expressions ---------------------------------------------
@@ -221,3 +221,27 @@ class ControlFlowChecker:
             title="Select with `torch.where` (both branches are computed)",
         )
 
+
+
+def _is_dtype_test(expr: cst.BaseExpression) -> bool:
+    """`x.dtype == torch.float16`, `h.dtype in (torch.float16, torch.bfloat16)`, `x.is_floating_point()`..."""
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left] + [c.comparator for c in expr.comparisons]
+        return any(isinstance(o, cst.Attribute) and o.attr.value == "dtype" for o in operands)
+    return False
+
+
+def _dtype_precondition(test: cst.BaseExpression, ctx) -> str:
+    """For `x.dtype == torch.float16 and <tensor condition>`: Dynamo knows dtypes while tracing, so the
+    tensor condition (and its break) is only reached when the dtype test holds; say so."""
+    if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+        return ""
+    first = test.left
+    while isinstance(first, cst.BooleanOperation) and isinstance(first.operator, cst.And):
+        first = first.left
+    if not _is_dtype_test(first):
+        return ""
+    return (
+        f" when `{short(source(ctx, first))}` holds (Dynamo knows the dtype while tracing: otherwise the "
+        "tensor part is never evaluated and nothing breaks)"
+    )

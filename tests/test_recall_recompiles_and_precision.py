@@ -1,0 +1,108 @@
+"""What the recall bench (bench/recall.py) taught about recompile causes and about findings on executed
+lines where no break was recorded, each reduced to a small project in the real package's layout.
+
+Effects measured on torch 2.13.0 CPU (backend "eager"); the rule docs quote them.
+"""
+
+from __future__ import annotations
+
+from tests.test_semantic_patterns import HEAD, at, lint, project
+
+
+# transformers' attention modules (53 guard failures `...self_attn.training == True` in the bench):
+# the mode flag decides the dropout in a conditional expression inside a multi-line call
+def test_mode_flag_in_an_attention_call_is_a_recompile_cause(tmp_path):
+    root = project(tmp_path, {"llama.py": HEAD + """
+        import torch.nn.functional as F
+
+        def eager_attention_forward(module, q, k, v, dropout=0.0):
+            return F.dropout(q @ k.transpose(-1, -2), p=dropout, training=module.training) @ v
+
+        class LlamaAttention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attention_dropout = 0.1
+
+            def forward(self, q, k, v):
+                return eager_attention_forward(
+                    self,
+                    q, k, v,
+                    dropout=0.0 if not self.training else self.attention_dropout,
+                )
+        """})
+    found = at(lint(root), "FL205")
+    # `training=module.training` passed to a torch function (line 6) and the conditional expression (line 17)
+    assert found == [("llama.py", 6), ("llama.py", 17)]
+    from fusionlint.registry import all_rules
+
+    assert not all_rules()["FL205"].default_enabled  # one recompile per mode is usually fine: opt-in
+
+
+# transformers/models/bloom/modeling_bloom.py:107: the flag arrives as a parameter; the guard is where
+# the helper uses it, not at the call site
+def test_mode_flag_passed_to_a_helper_is_reported_where_the_helper_uses_it(tmp_path):
+    root = project(tmp_path, {"bloom.py": HEAD + """
+        import torch.nn.functional as F
+
+        def dropout_add(x, residual, prob: float, training: bool):
+            out = F.dropout(x, p=prob, training=training)
+            return residual + out
+
+        class BloomMLP(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, h, residual):
+                return dropout_add(self.fc(h), residual, 0.1, self.training)
+        """})
+    assert at(lint(root), "FL205") == [("bloom.py", 6)]
+
+
+# timm/models/sequencer.py:137/145: two LSTMs in one forward; Dynamo does not resume after the first
+# ("Encountered graph break that we cannot resume from"), so the second is no break site
+def test_only_the_first_rnn_of_a_forward_is_a_break_site(tmp_path):
+    root = project(tmp_path, {"sequencer.py": HEAD + """
+        class RNN2dBase(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn_v = nn.LSTM(8, 8, batch_first=True)
+                self.rnn_h = nn.LSTM(8, 8, batch_first=True)
+
+            def forward(self, x):
+                B, H, W, C = x.shape
+                v = x.permute(0, 2, 1, 3).reshape(-1, H, C)
+                v, _ = self.rnn_v(v)
+                h = x.reshape(-1, W, C)
+                h, _ = self.rnn_h(h)
+                return v.sum() + h.sum()
+        """})
+    assert at(lint(root), "FL107") == [("sequencer.py", 12)]
+
+
+# transformers/models/bart/modeling_bart.py:304: the tensor condition is only reached in float16
+def test_a_dtype_guarded_tensor_condition_says_when_it_breaks(tmp_path):
+    for sub in ("fp16", "plain"):
+        (tmp_path / sub).mkdir()
+    root = project(tmp_path / "fp16", {"bart.py": HEAD + """
+        class BartEncoderLayer(nn.Module):
+            def forward(self, hidden_states):
+                hidden_states = hidden_states * 2
+                if hidden_states.dtype == torch.float16 and not torch.isfinite(hidden_states).all():
+                    clamp_value = torch.finfo(hidden_states.dtype).max - 1000
+                    hidden_states = torch.clamp(hidden_states, min=-clamp_value, max=clamp_value)
+                return hidden_states
+        """})
+    findings = [f for f in lint(root) if f.code == "FL102"]
+    assert [(f.path, f.line) for f in findings] == [("bart.py", 6)]
+    assert "when `hidden_states.dtype == torch.float16` holds" in findings[0].message
+    # a plain tensor condition does not get the remark
+    plain = project(tmp_path / "plain", {"m.py": HEAD + """
+        class M(nn.Module):
+            def forward(self, h):
+                if not torch.isfinite(h).all():
+                    h = h.nan_to_num()
+                return h
+        """})
+    messages = [f.message for f in lint(plain) if f.code == "FL102"]
+    assert len(messages) == 1 and "holds" not in messages[0]
