@@ -372,12 +372,13 @@ def main() -> int:
         log(f"raw sites written to {path.relative_to(REPO)}")
         if args.no_static:
             return 0
+    commit = _commit()  # the code the static pass runs: taken before it runs, not after
     findings, default_codes, errors = static_pass(facts["site"])
     text = report(raw, findings, default_codes, errors)
     print(text)
     today = datetime.date.today().isoformat()
     # a rescore must not overwrite the text of the measurement it rescored: name it after both, and the commit
-    out = RESULTS / (f"recall-{raw['date']}-rescored-{today}-at-{_commit()}.txt" if args.rescore else f"recall-{today}.txt")
+    out = RESULTS / (f"recall-{raw['date']}-rescored-{today}-at-{commit}.txt" if args.rescore else f"recall-{today}.txt")
     out.write_text(text)
     log(f"results written to {out.relative_to(REPO)}")
     return 0

@@ -15,7 +15,8 @@ Flags the lines where compiled code *uses* a module's mode flag: `self.training`
 `block.training`) as a condition (`if`, `x if self.training else y`, `and`/`or`/`not`, a comparison)
 or as an argument of a torch function (`F.dropout(x, p, training=self.training)`), and a function
 parameter named `training` used the same way (`drop_path(x, p, self.training)` passes the flag on,
-and the guard is installed where `drop_path` uses it). Off by default (`--select FL205`): one
+and the guard is installed where `drop_path` uses it). One guard serves every later use of the same
+flag in the same block or below it, so only the first such use is reported. Off by default (`--select FL205`): one
 recompile per mode is usually a price worth paying.
 
 ## Why is this bad?
@@ -160,6 +161,24 @@ class TrainEvalModeRecompile(Rule):
             line=12,
             count=1,
         ),
+        # read twice in one block: the first read installs the guard, the second reuses it (one recompile)
+        Invalid(
+            _cls_src(
+                "    def forward(self, x):\n        if self.training:\n            x = x * 2\n"
+                "        return F.dropout(x, 0.1, training=self.training)\n"
+            ),
+            line=8,
+            count=1,
+        ),
+        # ... but a first read inside a branch does not cover the code after the branch
+        Invalid(
+            _cls_src(
+                "    def forward(self, x, y=None):\n        if y is not None:\n"
+                "            y = F.dropout(y, 0.1, training=self.training)\n"
+                "        return F.dropout(x, 0.1, training=self.training)\n"
+            ),
+            count=2,
+        ),
         # a submodule's flag
         Invalid(
             _cls_src(
@@ -186,8 +205,22 @@ class TrainEvalModeRecompile(Rule):
             return
         self._check(node, "the `training` parameter (a mode flag passed in by the caller)", ctx)
 
+    def __init__(self) -> None:
+        super().__init__()
+        # (function, flag) -> ids of the blocks where that flag was already used: the first use installs
+        # the guard, and a later use in the same block or below it reuses it (no second recompile)
+        self._guarded: dict[tuple[int, str], set[int]] = {}
+        self._keep: list = []  # the blocks themselves, so their ids stay unique during the file
+
     def _check(self, node: cst.BaseExpression, what: str, ctx) -> None:
         use = _consumed(node, ctx.parents, ctx.qualname)
         if use is None or skipped_while_compiling(ctx.parents, ctx.qualname):
             return
+        suites = [p for p in ctx.iter_parents() if isinstance(p, (cst.IndentedBlock, cst.Module))]
+        seen = self._guarded.setdefault((id(ctx.function), what), set())
+        if any(id(suite) in seen for suite in suites):
+            return
+        if suites:
+            seen.add(id(suites[0]))
+            self._keep.append(suites[0])
         ctx.report(node, f"{what}, used as a {use}, {_MESSAGE}")
