@@ -72,17 +72,17 @@ def _cls_src(body: str) -> str:
 
 
 def _consumed(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], qualname) -> Optional[str]:
-    """How the flag is used where it is read, when that use makes Dynamo guard on it: "condition" or
-    "argument of <torch function>"; None when the value only travels on (assigned, returned, passed to
+    """How the flag is used where it is read, when that use makes Dynamo guard on it: "a condition" or
+    "an argument of <torch function>"; None when the value only travels on (assigned, returned, passed to
     a function of the project, whose own use of it is where the guard is installed)."""
     cur: cst.CSTNode = node
     for parent in parents:
         if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
-            return "condition"
+            return "a condition"
         if isinstance(parent, (cst.BooleanOperation, cst.Comparison, cst.ComparisonTarget)):
-            return "condition"
+            return "a condition"
         if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-            return "condition" if parent.test is cur else None
+            return "a condition" if parent.test is cur else None
         if isinstance(parent, cst.Arg):
             cur = parent
             continue
@@ -90,7 +90,7 @@ def _consumed(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], qualna
             if cur is parent.func:
                 return None
             callee = qualname(parent.func) or ""
-            return f"argument of `{callee}`" if callee.startswith("torch.") else None
+            return f"an argument of `{callee}`" if callee.startswith("torch.") else None
         return None
     return None
 
@@ -223,4 +223,4 @@ class TrainEvalModeRecompile(Rule):
         if suites:
             seen.add(id(suites[0]))
             self._keep.append(suites[0])
-        ctx.report(node, f"{what}, used as a {use}, {_MESSAGE}")
+        ctx.report(node, f"{what}, used as {use}, {_MESSAGE}")
