@@ -1,6 +1,8 @@
 """Run the static pass over real model zoos and print speed and findings per rule.
 
     python bench/zoo.py                 # downloads pinned timm + transformers wheels (no deps) once
+    python bench/zoo.py --zoo all       # the four pinned zoos: also MONAI and open_clip
+    python bench/zoo.py --zoo monai --zoo open_clip_torch
     python bench/zoo.py --corpus DIR    # or any directory of Python sources
 
 Wheels are unpacked under .zoo/ (git-ignored); nothing is installed or imported from them.
@@ -18,14 +20,25 @@ import time
 import zipfile
 from pathlib import Path
 
-ZOO = {"timm": "1.0.31", "transformers": "5.24.0"}
+# distribution -> (pinned version, the package directories inside its wheel that are linted).
+# MONAI's pin is the one bench/recall.py builds models from; open_clip_torch was the newest on the
+# registry when it was added (2026-12-01). The default stays timm + transformers so that speed and
+# finding counts stay comparable with the earlier results under bench/results/.
+ZOO = {
+    "timm": ("1.0.31", ("timm",)),
+    "transformers": ("5.24.0", ("transformers",)),
+    "monai": ("1.6.1", ("monai",)),
+    "open_clip_torch": ("3.3.0", ("open_clip",)),
+}
+DEFAULT_ZOO = ("timm", "transformers")
 HERE = Path(__file__).resolve().parent.parent
 CACHE = HERE / ".zoo"
 
 
-def fetch() -> list[Path]:
+def fetch(names: tuple[str, ...] = DEFAULT_ZOO) -> list[Path]:
     roots = []
-    for name, version in ZOO.items():
+    for name in names:
+        version, packages = ZOO[name]
         dest = CACHE / f"{name}-{version}"
         if not dest.exists():
             CACHE.mkdir(exist_ok=True)
@@ -33,11 +46,25 @@ def fetch() -> list[Path]:
                 [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(CACHE), f"{name}=={version}"],
                 check=True,
             )
-            (wheel,) = CACHE.glob(f"{name}-{version}-*.whl")
+            # Wheel file names normalise the distribution name (open_clip_torch-3.3.0-py3-none-any.whl).
+            (wheel,) = CACHE.glob(f"{name.replace('-', '_')}-{version}-*.whl")
+            tmp = dest.with_name(dest.name + ".partial")
             with zipfile.ZipFile(wheel) as zf:
-                zf.extractall(dest)
-        roots.append(dest / name)
+                zf.extractall(tmp)
+            tmp.rename(dest)  # only a complete unpack counts as fetched
+        roots.extend(dest / package for package in packages)
     return roots
+
+
+def _zoo_names(chosen: list[str] | None) -> tuple[str, ...]:
+    if not chosen:
+        return DEFAULT_ZOO
+    if "all" in chosen:
+        return tuple(ZOO)
+    unknown = [c for c in chosen if c not in ZOO]
+    if unknown:
+        raise SystemExit(f"bench/zoo.py: unknown zoo {', '.join(unknown)} (choose from {', '.join(ZOO)}, all)")
+    return tuple(dict.fromkeys(chosen))
 
 
 def _cpu() -> float:
@@ -51,13 +78,14 @@ def _cpu() -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, action="append", help="directory to lint (repeatable)")
+    parser.add_argument("--zoo", action="append", help=f"pinned zoo to fetch and lint (repeatable): {', '.join(ZOO)}, all; default timm + transformers")
     parser.add_argument("--select", default=None, help="rule selection, e.g. ALL")
     parser.add_argument("--show", type=int, default=0, help="print N findings per rule for inspection")
     parser.add_argument("--json", type=Path, default=None, help="write every finding to this JSON file (to diff runs)")
     parser.add_argument("--jobs", type=int, default=1, help="static-pass worker processes (default 1: CPU per line)")
     parser.add_argument("--full-parse", action="store_true", help="give libcst every file whole (no sparse parse)")
     args = parser.parse_args()
-    roots = args.corpus or fetch()
+    roots = args.corpus or fetch(_zoo_names(args.zoo))
 
     from fusionlint.config import Settings
     from fusionlint.runner import RunOptions, run

@@ -141,6 +141,11 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
         "class M(nn.Module):\n    def forward(self, x, *args):\n"
         "        if not is_torchdynamo_compiling() and (x < 0).any():\n            raise ValueError('negative')\n"
         "        return args[0] if args else x\n",
+        # found on MONAI 1.6.1 (RetinaNet heads): a NaN check that only runs in eager mode
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+        "        y = torch.relu(x)\n        if not torch.compiler.is_compiling():\n"
+        "            if torch.isnan(y).any() or torch.isinf(y).any():\n                raise ValueError('nan')\n"
+        "        return y\n",
         # inside an autograd.Function the finding belongs to FL108
         "import torch\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
         "        if x.sum() > 0:\n            return x * 2\n        return x\n"

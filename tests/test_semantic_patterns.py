@@ -400,3 +400,56 @@ def test_without_a_config_file_only_what_was_named_is_indexed(tmp_path, monkeypa
     assert index_scope(["proj"], settings) == [Path("proj")]
     with_config = Settings(root=tmp_path, config_path=tmp_path / "pyproject.toml")
     assert index_scope(["proj/net.py"], with_config) == [tmp_path]
+
+
+def test_experts_subclass_inherits_the_dispatcher_of_a_decorated_base(tmp_path):
+    # transformers 5.24: `BeamExperts(DeepseekV4Experts)` adds no forward, and
+    # `@use_experts_implementation` on the base swapped the base's forward for a dispatcher, so the
+    # eager loop is not what a block calling `self.experts(...)` traces. A subclass that writes its own
+    # forward runs that forward, and is linted.
+    root = project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/experts.py": HEAD + """\
+            from .integrations import use_experts_implementation
+
+            @use_experts_implementation
+            class BaseExperts(nn.Module):
+                def forward(self, h, idx):
+                    hit = torch.nonzero(idx)
+                    return h[hit]
+        """,
+        "pkg/integrations.py": "def use_experts_implementation(cls):\n    return cls\n",
+        "pkg/sub.py": HEAD + """\
+            from .experts import BaseExperts
+
+            class SubExperts(BaseExperts):
+                pass
+
+            class OwnExperts(BaseExperts):
+                def forward(self, h, idx):
+                    hit = torch.nonzero(idx)
+                    return h[hit]
+        """,
+        "pkg/block.py": HEAD + """\
+            from .sub import SubExperts, OwnExperts
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.experts = SubExperts()
+
+                def forward(self, h, idx):
+                    return self.experts(h, idx)
+
+            class OwnBlock(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.experts = OwnExperts()
+
+                def forward(self, h, idx):
+                    return self.experts(h, idx)
+        """,
+    })
+    findings = lint(root)
+    assert at(findings, "FL103", "pkg/experts.py") == []
+    assert at(findings, "FL103", "pkg/sub.py") == [("pkg/sub.py", 10)]

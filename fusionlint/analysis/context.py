@@ -9,11 +9,12 @@ import libcst as cst
 
 from fusionlint.analysis.bindings import bindings
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo, ParentLink
+from fusionlint.analysis.is_compiling import skipped_while_compiling
 from fusionlint.analysis.names import resolve
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.analysis.tensors import TensorFacts
 from fusionlint.analysis.walk import iter_nodes
-from fusionlint.rule import Applicability
+from fusionlint.rule import Applicability, Effect
 
 if TYPE_CHECKING:  # pragma: no cover
     from fusionlint.rule import Rule
@@ -208,11 +209,23 @@ class RuleContext:
     ) -> None:
         """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset)."""
         assert self._rule is not None
+        if self._never_traced():
+            return
         message = message or self._rule.message
         why = self._why_tensor(node)
         if why:
             message = f"{message} ({why})"
         self.reports.append(Report(self._rule, node, message, fix, self.frames, effects))
+
+    def _never_traced(self) -> bool:
+        """True when the finding's claim is about traced code and the current node sits in the eager-only
+        branch of an ``is_compiling()`` test (``if not torch.compiler.is_compiling(): ...``): Dynamo takes
+        the other branch, so nothing there breaks, syncs or recompiles. A rule that also claims a
+        runtime error (a bad ``view``, an in-place op autograd rejects) keeps its finding: that code fails
+        in eager too."""
+        if not self.frames or Effect.RUNTIME_ERROR in self._rule.effects:
+            return False
+        return skipped_while_compiling(self.parents, self.qualname)
 
     def _why_tensor(self, node: cst.CSTNode) -> Optional[str]:
         """"`lens` is a tensor: passed from Net.forward at net.py:12" when the finding reads a parameter

@@ -285,6 +285,18 @@ class Project:
         """The project class an ``object`` attribute is an instance of, if it is a project class."""
         return self._class(summary, fact.ctor) if fact.kind == "object" and fact.ctor else None
 
+    def forward_replaced(self, summary: FileSummary, cls: ClassSummary) -> bool:
+        """True when the ``forward`` that instances of ``cls`` run was swapped for a dispatcher by a class
+        decorator (``@use_experts_implementation``) on ``cls`` or on the base it inherits ``forward`` from:
+        the decorator assigns the class's ``forward``, so subclasses that do not define their own get the
+        dispatcher too (transformers 5.24: ``BeamExperts(DeepseekV4Experts)``)."""
+        for _, c in self.mro(summary, cls):
+            if any(d.rsplit(".", 1)[-1] in _FORWARD_REPLACING_DECORATORS for d in c.decorators):
+                return True
+            if "forward" in c.methods:
+                return False
+        return False
+
     def method(self, summary: FileSummary, cls: ClassSummary, name: str, skip_self: bool = False):
         for s, c in self.mro(summary, cls)[1 if skip_self else 0 :]:
             if name in c.methods:
@@ -446,7 +458,7 @@ class _Propagation:
             if found is None:
                 continue
             target_file, target_cls = found
-            if any(d.rsplit(".", 1)[-1] in _FORWARD_REPLACING_DECORATORS for d in target_cls.decorators):
+            if self.p.forward_replaced(target_file, target_cls):
                 continue  # its forward is a dispatcher, the body is not what is traced (as for entries)
             kind = self.p.class_kind(target_file, target_cls)
             name = "forward" if kind == "module" else "__call__"

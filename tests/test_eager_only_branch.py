@@ -1,0 +1,81 @@
+"""Code under ``if not torch.compiler.is_compiling():`` is never traced (Dynamo takes the other
+branch), so no rule about traced code reports it. Found on MONAI 1.6.1: RetinaNet's heads check
+``torch.isnan(...).any()`` only in eager mode, and FL102 reported the check as a graph break.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from fusionlint.config import Settings
+from fusionlint.runner import run
+
+BODY = """\
+    y = torch.relu(x)
+    if torch.isnan(y).any():
+        raise ValueError("nan")
+    n = int(y.sum())
+    idx = torch.nonzero(y)
+    t = y.is_inference()
+    z = y.permute(0, 2, 1).view(-1)
+"""
+
+SOURCE = """\
+import torch
+from torch import nn
+
+
+class Guarded(nn.Module):
+    def forward(self, x):
+        if not torch.compiler.is_compiling():
+{guarded}
+        return x
+
+
+class Otherwise(nn.Module):
+    def forward(self, x):
+        if torch.compiler.is_compiling():
+            pass
+        else:
+{guarded}
+        return x
+
+
+class Unguarded(nn.Module):
+    def forward(self, x):
+{plain}
+        return x
+"""
+
+
+def _findings(tmp_path):
+    text = SOURCE.format(guarded=textwrap.indent(BODY, "        "), plain=textwrap.indent(BODY, "    "))
+    path = tmp_path / "m.py"
+    path.write_text(text)
+    outcome = run([str(path)], Settings(root=tmp_path, select=["ALL"]))
+    assert not outcome.internal_errors and not outcome.result.errors
+    lines = text.splitlines()
+    owner = {}
+    cls = None
+    for number, line in enumerate(lines, 1):
+        if line.startswith("class "):
+            cls = line.split()[1].split("(")[0]
+        owner[number] = cls
+    by_class: dict[str, set[str]] = {"Guarded": set(), "Otherwise": set(), "Unguarded": set()}
+    for f in outcome.result.findings:
+        by_class[owner[f.line]].add(f.code)
+    return by_class
+
+
+def test_eager_only_branch_is_not_reported_as_traced_code(tmp_path):
+    found = _findings(tmp_path)
+    # the same statements outside the guard: every traced-code rule fires
+    assert {"FL101", "FL102", "FL103", "FL112", "FL301"} <= found["Unguarded"]
+    for cls in ("Guarded", "Otherwise"):
+        assert not found[cls] & {"FL101", "FL102", "FL103", "FL112"}, (cls, found[cls])
+
+
+def test_a_runtime_error_in_the_eager_only_branch_is_still_reported(tmp_path):
+    # `permute(...).view(...)` raises in eager mode too, so the guard does not make it harmless
+    found = _findings(tmp_path)
+    assert "FL301" in found["Guarded"] and "FL301" in found["Otherwise"]
