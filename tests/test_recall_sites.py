@@ -315,3 +315,57 @@ def test_a_guard_ends_where_a_nested_block_rebinds_the_name(tmp_path):
     found = lint(root)
     assert at(found, "FL112") == [("net.py", 8)]
     assert at(found, "FL101") == [("net.py", 10)]
+
+
+# transformers: a module binds `logger = logging.get_logger(__name__)` and others import the name
+def test_a_logger_imported_from_another_project_file_breaks(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/utils/__init__.py": "from .log import logger\n",
+        "tfm/utils/log.py": "import logging\n\nlogger = logging.getLogger(__name__)\n",
+        "tfm/models/__init__.py": "",
+        "tfm/models/common.py": """
+            from ..utils import logging
+
+            logger = logging.get_logger(__name__)
+            """,
+        "tfm/utils/logging.py": TRANSFORMERS_LOGGING,
+        "tfm/models/enc.py": HEAD + """
+            from .common import logger
+            from tfm.utils.log import logger as log
+            from ..utils import logger as relog
+
+            class Encoder(nn.Module):
+                def forward(self, x):
+                    logger.warning("relative import")
+                    log.info("absolute import")
+                    relog.debug("re-exported by the package")
+                    return x
+            """,
+    })
+    found = lint(root, "tfm/models/enc.py")
+    assert at(found, "FL104") == [("tfm/models/enc.py", n) for n in (9, 10, 11)]
+
+
+def test_an_imported_name_that_is_not_a_logger_is_silent(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/models/__init__.py": "",
+        "tfm/models/common.py": """
+            import logging
+
+            logger = logging.getLogger(__name__)
+            tracker = object()
+            """,
+        "tfm/models/enc.py": HEAD + """
+            from .common import tracker
+            from .missing import logger
+
+            class Encoder(nn.Module):
+                def forward(self, x):
+                    tracker.warning("not a logger")
+                    logger.warning("a module the project does not have")
+                    return x
+            """,
+    })
+    assert at(lint(root, "tfm/models/enc.py"), "FL104") == []

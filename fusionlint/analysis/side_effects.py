@@ -9,6 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.judge import Found
+from fusionlint.project.summary import is_logger_factory as _is_logger_factory
 from fusionlint.rule import Applicability
 
 # qualified name -> (graph-break id measured on torch 2.13.0+cpu, advice)
@@ -35,11 +36,6 @@ for _fn in _LOG_FUNCS:
 # isEnabledFor, setLevel, getEffectiveLevel, and methods patched onto Logger the way transformers
 # adds `warning_once` (an lru_cache'd function) and `warning_advice` (a plain one).
 _IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
-
-
-def _is_logger_factory(qual: str) -> bool:
-    """``logging.getLogger`` and the Hugging Face ``...utils.logging.get_logger`` (returns a std Logger)."""
-    return qual == "logging.getLogger" or qual.endswith("logging.get_logger")
 
 
 def _last_name(expr: cst.BaseExpression) -> str:
@@ -166,4 +162,12 @@ def _loggers(ctx) -> tuple[frozenset[str], frozenset[str]]:
                 names.add(t.value)
             elif isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
                 attrs.add(t.attr.value)
+    # `from .utils import logger`: a name another project file binds to a logger (the project model
+    # resolves the import, re-exports included)
+    model = ctx.model
+    summary = model.files.get(ctx.path) if model is not None else None
+    if summary is not None:
+        for local, target in summary.aliases.items():
+            if local not in names and model.binds_logger(target):
+                names.add(local)
     return frozenset(names), frozenset(attrs)
