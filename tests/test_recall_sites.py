@@ -369,3 +369,65 @@ def test_an_imported_name_that_is_not_a_logger_is_silent(tmp_path):
             """,
     })
     assert at(lint(root, "tfm/models/enc.py"), "FL104") == []
+
+
+# transformers: `if is_torchdynamo_compiling(): return ...` ends the function under compile, so the
+# warning after it runs only in eager mode
+def test_a_log_call_after_an_early_return_while_compiling_is_silent(tmp_path):
+    root = project(tmp_path, {"mask.py": HEAD + """
+        import logging
+
+        from transformers.utils import is_torchdynamo_compiling, is_tracing
+
+        logger = logging.getLogger(__name__)
+
+        class Masker(nn.Module):
+            def forward(self, x, mask=None):
+                if is_torchdynamo_compiling():
+                    return x
+                if mask is None:
+                    logger.warning("no mask")
+                return x
+
+        class Padder(nn.Module):
+            def forward(self, x):
+                if torch.jit.is_tracing() or torch.compiler.is_compiling(): return x
+                for _ in range(2):
+                    logger.info("eager only")
+                return x
+
+        class Checker(nn.Module):
+            def forward(self, input_ids):
+                self.warn_if_padding(input_ids)
+                return input_ids
+
+            def warn_if_padding(self, input_ids):
+                if is_tracing(input_ids):
+                    return
+                logger.warning("padding without a mask")
+        """})
+    assert at(lint(root), "FL104") == []
+
+
+def test_a_log_call_before_the_early_return_or_after_a_conditional_one_still_breaks(tmp_path):
+    root = project(tmp_path, {"mask.py": HEAD + """
+        import logging
+
+        logger = logging.getLogger(__name__)
+
+        class Masker(nn.Module):
+            def forward(self, x, flag: bool = False):
+                logger.warning("before")
+                if torch.compiler.is_compiling():
+                    if flag:
+                        return x
+                if torch.compiler.is_compiling() and flag:
+                    return x
+                if torch.compiler.is_compiling():
+                    x = x + 1
+                if torch.jit.is_tracing():
+                    return x
+                logger.warning("after")
+                return x
+        """})
+    assert at(lint(root), "FL104") == [("mask.py", 9), ("mask.py", 19)]

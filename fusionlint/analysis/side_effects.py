@@ -8,6 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.is_compiling import after_exit_while_compiling
 from fusionlint.analysis.judge import Found
 from fusionlint.project.summary import is_logger_factory as _is_logger_factory
 from fusionlint.rule import Applicability
@@ -47,6 +48,17 @@ def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
         return False
     qual = ctx.qualname(expr.func) or ""
     return qual.rsplit(".", 1)[-1] in _IS_COMPILING
+
+
+def _true_while_compiling(expr: cst.BaseExpression, ctx) -> bool:
+    """An is-compiling test, or transformers' ``is_tracing(...)`` (true under compile: it asks
+    ``is_torchdynamo_compiling()`` first). ``torch.jit.is_tracing()`` is false under compile."""
+    if _is_compiling_call(expr, ctx):
+        return True
+    if not isinstance(expr, cst.Call):
+        return False
+    qual = ctx.qualname(expr.func) or ""
+    return qual.endswith("utils.is_tracing") or qual.endswith("import_utils.is_tracing")
 
 
 def _and_leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -112,7 +124,7 @@ class SideEffectChecker:
                 elif child is parent.orelse and _is_compiling_call(parent.test, ctx):
                     return True
             child = parent
-        return False
+        return after_exit_while_compiling(ctx.iter_parents(), lambda expr: _true_while_compiling(expr, ctx))
 
     def check_Call(self, node: cst.Call, ctx) -> list[Found]:
         described = self.describe(node, ctx)
