@@ -431,3 +431,69 @@ def test_a_log_call_before_the_early_return_or_after_a_conditional_one_still_bre
                 return x
         """})
     assert at(lint(root), "FL104") == [("mask.py", 9), ("mask.py", 19)]
+
+
+# transformers/models/switch_transformers/modeling_switch_transformers.py:761
+# `causal_mask = attention_mask[:, None, None, :]` (GB0088 "Observed exception"): the default mask is
+# made only when not compiling, so under compile the encoder subscripts None
+SWITCH_STACK = HEAD + """
+    from ...utils import is_torchdynamo_compiling
+    from ...masking_utils import create_causal_mask
+
+    class SwitchTransformersStack(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.is_decoder = config.is_decoder
+
+        def forward(self, inputs_embeds, attention_mask=None, cache=None):
+            batch_size, seq_length = inputs_embeds.shape[:2]
+            cache_length = cache.get_seq_length() if cache is not None else 0
+            if attention_mask is None and not is_torchdynamo_compiling():
+                mask_seq_length = cache_length + seq_length
+                attention_mask = torch.ones(batch_size, mask_seq_length, device=inputs_embeds.device)
+
+            if self.config.is_decoder:
+                causal_mask = create_causal_mask(
+                    config=self.config, inputs_embeds=inputs_embeds, attention_mask=attention_mask, cache=cache
+                )
+            else:
+                causal_mask = attention_mask[:, None, None, :]
+                causal_mask = causal_mask.to(dtype=inputs_embeds.dtype)
+            return inputs_embeds + causal_mask
+    """
+
+
+def test_a_mask_filled_only_when_not_compiling_then_subscripted_breaks(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/models/__init__.py": "",
+        "tfm/models/switch/__init__.py": "",
+        "tfm/models/switch/modeling_switch.py": SWITCH_STACK,
+    })
+    found = lint(root)
+    assert at(found, "FL106") == [("tfm/models/switch/modeling_switch.py", 24)]
+    message = next(f.message for f in found if f.code == "FL106")
+    assert "attention_mask" in message and "GB0088" in message
+
+
+def test_an_eager_only_default_passed_on_or_tested_again_is_silent(tmp_path):
+    # bart/longt5/udop: the mask goes to create_*_mask / a helper, which accept None
+    near_misses = SWITCH_STACK.replace(
+        "causal_mask = attention_mask[:, None, None, :]",
+        "causal_mask = _local_mask(attention_mask) if attention_mask is not None else None",
+    )
+    retested = SWITCH_STACK.replace(
+        "            if self.config.is_decoder:",
+        "            if attention_mask is None:\n"
+        "                attention_mask = inputs_embeds.new_ones(batch_size, seq_length)\n"
+        "            if self.config.is_decoder:",
+    )
+    rebound_in_eager = SWITCH_STACK.replace(
+        "if attention_mask is None and not is_torchdynamo_compiling():",
+        "if attention_mask is None:",
+    )
+    for text in (near_misses, retested, rebound_in_eager):
+        root = project(tmp_path, {"tfm/__init__.py": "", "tfm/models/__init__.py": "",
+                                  "tfm/models/switch/__init__.py": "", "tfm/models/switch/modeling_switch.py": text})
+        assert at(lint(root), "FL106") == [], text

@@ -66,3 +66,15 @@ def _exits(block: cst.BaseSuite) -> bool:
     if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body:
         return isinstance(last.body[-1], (cst.Return, cst.Raise))
     return False
+
+
+_COMPILING_NAMES = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
+
+
+def is_compiling_test(expr: cst.BaseExpression, qualname) -> bool:
+    """``torch.compiler.is_compiling()`` and the wrappers libraries define around it (transformers'
+    ``is_torchdynamo_compiling()``), matched on the last name of the called function."""
+    if not (isinstance(expr, cst.Call) and not expr.args):
+        return False
+    qual = qualname(expr.func) or ""
+    return qual.rsplit(".", 1)[-1] in _COMPILING_NAMES
