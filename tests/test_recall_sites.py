@@ -7,6 +7,9 @@ docs quote them.
 
 from __future__ import annotations
 
+import importlib.util
+
+from tests.helpers import need
 from tests.test_semantic_patterns import HEAD, at, lint, project
 
 
@@ -497,3 +500,37 @@ def test_an_eager_only_default_passed_on_or_tested_again_is_silent(tmp_path):
         root = project(tmp_path, {"tfm/__init__.py": "", "tfm/models/__init__.py": "",
                                   "tfm/models/switch/__init__.py": "", "tfm/models/switch/modeling_switch.py": text})
         assert at(lint(root), "FL106") == [], text
+
+
+EAGER_ONLY_DEFAULT = HEAD + """
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(8, 8)
+
+        def forward(self, x, mask=None):
+            if mask is None{guard}:
+                mask = torch.ones(x.shape[:-1])
+            return self.a(x) * mask[..., None]
+    """
+
+
+def test_the_eager_only_default_breaks_under_torch_compile_and_the_fix_does_not(tmp_path):
+    """The effect FL106 claims for the pattern, measured on the installed torch (backend "eager")."""
+    torch = need("torch", "the break is measured under torch.compile")
+    from fusionlint.confirm.measure import isolated_torch_config, measure
+
+    flagged = {}
+    for label, guard in (("bad", " and not torch.compiler.is_compiling()"), ("good", "")):
+        (tmp_path / label).mkdir()
+        root = project(tmp_path / label, {"stack.py": EAGER_ONLY_DEFAULT.replace("{guard}", guard)})
+        flagged[label] = at(lint(root), "FL106")
+        spec = importlib.util.spec_from_file_location(f"_eager_only_default_{label}", root / "stack.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with isolated_torch_config():
+            result = measure(module.Stack, lambda: (torch.randn(2, 4, 8),), device="cpu", user_files=[str(root / "stack.py")])
+        flagged[label + "_breaks"] = sorted({(s.gb, s.line) for s in result.break_sites})
+    assert flagged["bad"] == [("stack.py", 11)]
+    assert flagged["bad_breaks"] == [("GB0088", 11)]
+    assert flagged["good"] == [] and flagged["good_breaks"] == []
