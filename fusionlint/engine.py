@@ -208,6 +208,7 @@ class Engine:
         apply_project(index, self.model, path)
         context = sparse_mod.SparseContext if sparse else RuleContext
         ctx = context(module, index, project, path, torch_version=self.target_torch)
+        ctx.model = self.model
         crashes: list[_RuleCrash] = []
         for rule_cls in rules:
             node: Optional[cst.CSTNode] = None

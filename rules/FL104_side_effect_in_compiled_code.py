@@ -24,11 +24,14 @@ class SideEffectInCompiledCode(Rule):
 ## What it does
 Flags calls with side effects that Dynamo does not trace, in code that `torch.compile` traces:
 `print`, `logging.<level>(...)`, any method of a logger created with `logging.getLogger` (or Hugging
-Face's `logging.get_logger`) in the same file (`logger.info`, `self.log.debug`, `logger.isEnabledFor`,
-transformers' `logger.warning_once`, ...), `time.time`/`perf_counter`/
+Face's `logging.get_logger`) in the same file or imported from another file of the project
+(`from .utils import logger`, followed through re-exports; `logger.info`, `self.log.debug`,
+`logger.isEnabledFor`, transformers' `logger.warning_once`, ...), `time.time`/`perf_counter`/
 `monotonic`/`time_ns`/`perf_counter_ns`/`process_time`, `warnings.warn`, `sys.stdout.write`/
 `sys.stderr.write`, `breakpoint()`, `pdb.set_trace()` and `torch.cuda.synchronize()`. Calls
-already guarded by `if not torch.compiler.is_compiling():` are not flagged.
+already guarded by `if not torch.compiler.is_compiling():`, or placed after an early exit
+`if torch.compiler.is_compiling(): return ...` (also transformers' `is_torchdynamo_compiling()`, and
+`... or is_compiling()`) in the same function, are not flagged: Dynamo never traces them.
 
 ## Why is this bad?
 Dynamo cannot put a Python side effect into an FX graph, so it ends the graph before the call,
@@ -85,6 +88,11 @@ GB4841 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4841.html ·
 GB0156 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0156.html
 """
     VALID = [
+        # after an early return while compiling: only eager mode gets there
+        "import logging\nimport torch\nfrom torch import nn\nlogger = logging.getLogger(__name__)\n"
+        "class M(nn.Module):\n    def forward(self, x, mask=None):\n"
+        "        if torch.compiler.is_compiling():\n            return x\n"
+        "        if mask is None:\n            logger.warning('no mask')\n        return x\n",
         # guarded side effects run in eager only
         "import logging\nimport warnings\nimport torch\nfrom torch import nn\nlogger = logging.getLogger(__name__)\n"
         "class M(nn.Module):\n    def forward(self, x):\n"

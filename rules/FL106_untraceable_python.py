@@ -6,6 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.eager_only_default import filled_only_in_eager, first_failing_read
+from fusionlint.analysis.is_compiling import is_compiling_test
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
@@ -61,8 +63,8 @@ class UntraceablePython(Rule):
     name = "untraceable-python"
     message = "Python that torch.compile cannot trace (or traces differently from eager) in compiled code"
     effects = (Effect.GRAPH_BREAK, Effect.RECOMPILE, Effect.SILENT_DIVERGENCE)
-    triggers = ("deepcopy", "random", "class ", "sorted(")
-    gb_ids = ("GB4198", "GB0033", "GB0294", "GB0007", "GB8977", "GB0207", "GB0059")
+    triggers = ("deepcopy", "random", "class ", "sorted(", "compiling")
+    gb_ids = ("GB4198", "GB0033", "GB0294", "GB0007", "GB8977", "GB0207", "GB0059", "GB0088")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
 ## What it does
@@ -73,7 +75,11 @@ Flags Python calls and statements that Dynamo cannot trace, in code that `torch.
   draws from Python's `random` module;
 - an array drawn from `np.random` (`np.random.rand(32)`, `np.random.normal(0, 1, size=n)`);
 - a `class` statement;
-- `sorted(...)` over tensor values (no `key`, or a `key` that computes on the tensors).
+- `sorted(...)` over tensor values (no `key`, or a `key` that computes on the tensors);
+- a `None` default filled only in eager mode and then used as if filled:
+  `if mask is None and not is_torchdynamo_compiling(): mask = ...` followed (in the same block, before
+  any test or re-binding of `mask`) by `mask[...]`, `mask.attr`, `mask * x`, `len(mask)`. Passing
+  `mask` on to a call is not flagged (the callee may accept `None`).
 
 ## Why is this bad?
 Measured with torch 2.13.0 on CPU, each form inside Linear → relu → <form> → Linear → sigmoid:
@@ -102,6 +108,15 @@ Measured with torch 2.13.0 on CPU, each form inside Linear → relu → <form> �
 - `sorted([h[..., i].sum() for i in range(4)])`: graph break GB0207 "sort with non-constant keys";
   `sorted(tensor)` breaks with GB0059; `sorted(parts, key=lambda t: t.sum())` breaks too (GB0207, 6
   compiled regions). `sorted(chunks, key=lambda t: t.shape[-1])` is harmless (not flagged).
+- `if mask is None and not torch.compiler.is_compiling(): mask = torch.ones(...)` then
+  `h * mask[..., None]`: under compile the test is False, `mask` stays `None` and the subscript raises
+  TypeError while tracing: graph break GB0088 "Observed exception" at the subscript, and Dynamo skips
+  the whole frame ("Skipping the function and falling back to eager"): nothing of forward is
+  compiled (measured with `fusionlint.confirm.measure`; filling the default unconditionally: 0
+  breaks). Called as a plain `torch.compile(fn)` the TypeError can also reach the caller. Found on
+  transformers 5.24 `SwitchTransformersStack.forward` (`causal_mask = attention_mask[:, None, None,
+  :]`, the recall bench's break at that line, and the same exception re-reported at the
+  `finally:` of `output_capturing`'s wrapper).
 The fixture `fixtures/FL106_untraceable_python/bad.py` combines four forms: 3 break sites
 (GB4198, GB0033, GB8977), 9 recompiles with the limit hit over 10 calls, eager != compiled.
 
@@ -136,6 +151,14 @@ GB0207 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0207.html ·
 GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
 """
     VALID = [
+        # the eager-only default is passed on to a helper (which may accept None), or tested again first
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
+        "        if mask is None and not torch.compiler.is_compiling():\n            mask = torch.ones(x.shape[:-1])\n"
+        "        bias = make_bias(mask)\n        if mask is not None:\n            x = x * mask[..., None]\n"
+        "        return x + bias\n",
+        # filled in both modes
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
+        "        if mask is None:\n            mask = torch.ones(x.shape[:-1])\n        return x * mask[..., None]\n",
         # deepcopy of a config object: harmless on torch 2.13
         "import copy\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, cfg):\n"
         "        super().__init__()\n        self.cfg = cfg\n    def forward(self, x):\n        cfg = copy.deepcopy(self.cfg)\n"
@@ -155,6 +178,12 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         "        return x * Gate.k + torch.rand(32) * 0.01\n",
     ]
     INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
+            "        if mask is None and not torch.compiler.is_compiling():\n            mask = torch.ones(x.shape[:-1])\n"
+            "        return x * mask[..., None]\n",
+            line=7,
+        ),
         Invalid(
             "import copy\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        ref = copy.deepcopy(x)\n        return x + ref\n",
@@ -295,6 +324,30 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
                 if node.value == "len":
                     found_shape = True
         return uses_param and not found_shape and not isinstance(body, cst.Name)
+
+    # -- a None default filled only in eager mode -------------------------------------------------
+    def visit_If(self, node: cst.If, ctx) -> None:
+        if ctx.function is None:
+            return
+        name = filled_only_in_eager(node, lambda expr: is_compiling_test(expr, ctx.qualname))
+        if name is None:
+            return
+        block = ctx.parent
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)):
+            return
+        index = next((i for i, stmt in enumerate(body) if stmt is node), None)
+        if index is None:
+            return
+        read = first_failing_read(body[index + 1:], name)
+        if read is None:
+            return
+        ctx.report(
+            read,
+            f"`{name}` is still None here under torch.compile: its default is filled only when not compiling "
+            f"(`{ctx.code(node.test).strip()}`), so `{ctx.code(read).strip()}` raises TypeError while tracing: "
+            "graph break \"Observed exception\" (GB0088) and the frame runs eagerly; fill the default in both modes",
+        )
 
     # -- class statements ------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef, ctx) -> None:

@@ -7,6 +7,9 @@ docs quote them.
 
 from __future__ import annotations
 
+import importlib.util
+
+from tests.helpers import need
 from tests.test_semantic_patterns import HEAD, at, lint, project
 
 
@@ -315,3 +318,219 @@ def test_a_guard_ends_where_a_nested_block_rebinds_the_name(tmp_path):
     found = lint(root)
     assert at(found, "FL112") == [("net.py", 8)]
     assert at(found, "FL101") == [("net.py", 10)]
+
+
+# transformers: a module binds `logger = logging.get_logger(__name__)` and others import the name
+def test_a_logger_imported_from_another_project_file_breaks(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/utils/__init__.py": "from .log import logger\n",
+        "tfm/utils/log.py": "import logging\n\nlogger = logging.getLogger(__name__)\n",
+        "tfm/models/__init__.py": "",
+        "tfm/models/common.py": """
+            from ..utils import logging
+
+            logger = logging.get_logger(__name__)
+            """,
+        "tfm/utils/logging.py": TRANSFORMERS_LOGGING,
+        "tfm/models/enc.py": HEAD + """
+            from .common import logger
+            from tfm.utils.log import logger as log
+            from ..utils import logger as relog
+
+            class Encoder(nn.Module):
+                def forward(self, x):
+                    logger.warning("relative import")
+                    log.info("absolute import")
+                    relog.debug("re-exported by the package")
+                    return x
+            """,
+    })
+    found = lint(root, "tfm/models/enc.py")
+    assert at(found, "FL104") == [("tfm/models/enc.py", n) for n in (9, 10, 11)]
+
+
+def test_an_imported_name_that_is_not_a_logger_is_silent(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/models/__init__.py": "",
+        "tfm/models/common.py": """
+            import logging
+
+            logger = logging.getLogger(__name__)
+            tracker = object()
+            """,
+        "tfm/models/enc.py": HEAD + """
+            from .common import tracker
+            from .missing import logger
+
+            class Encoder(nn.Module):
+                def forward(self, x):
+                    tracker.warning("not a logger")
+                    logger.warning("a module the project does not have")
+                    return x
+            """,
+    })
+    assert at(lint(root, "tfm/models/enc.py"), "FL104") == []
+
+
+# transformers: `if is_torchdynamo_compiling(): return ...` ends the function under compile, so the
+# warning after it runs only in eager mode
+def test_a_log_call_after_an_early_return_while_compiling_is_silent(tmp_path):
+    root = project(tmp_path, {"mask.py": HEAD + """
+        import logging
+
+        from transformers.utils import is_torchdynamo_compiling, is_tracing
+
+        logger = logging.getLogger(__name__)
+
+        class Masker(nn.Module):
+            def forward(self, x, mask=None):
+                if is_torchdynamo_compiling():
+                    return x
+                if mask is None:
+                    logger.warning("no mask")
+                return x
+
+        class Padder(nn.Module):
+            def forward(self, x):
+                if torch.jit.is_tracing() or torch.compiler.is_compiling(): return x
+                for _ in range(2):
+                    logger.info("eager only")
+                return x
+
+        class Checker(nn.Module):
+            def forward(self, input_ids):
+                self.warn_if_padding(input_ids)
+                return input_ids
+
+            def warn_if_padding(self, input_ids):
+                if is_tracing(input_ids):
+                    return
+                logger.warning("padding without a mask")
+        """})
+    assert at(lint(root), "FL104") == []
+
+
+def test_a_log_call_before_the_early_return_or_after_a_conditional_one_still_breaks(tmp_path):
+    root = project(tmp_path, {"mask.py": HEAD + """
+        import logging
+
+        logger = logging.getLogger(__name__)
+
+        class Masker(nn.Module):
+            def forward(self, x, flag: bool = False):
+                logger.warning("before")
+                if torch.compiler.is_compiling():
+                    if flag:
+                        return x
+                if torch.compiler.is_compiling() and flag:
+                    return x
+                if torch.compiler.is_compiling():
+                    x = x + 1
+                if torch.jit.is_tracing():
+                    return x
+                logger.warning("after")
+                return x
+        """})
+    assert at(lint(root), "FL104") == [("mask.py", 9), ("mask.py", 19)]
+
+
+# transformers/models/switch_transformers/modeling_switch_transformers.py:761
+# `causal_mask = attention_mask[:, None, None, :]` (GB0088 "Observed exception"): the default mask is
+# made only when not compiling, so under compile the encoder subscripts None
+SWITCH_STACK = HEAD + """
+    from ...utils import is_torchdynamo_compiling
+    from ...masking_utils import create_causal_mask
+
+    class SwitchTransformersStack(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.is_decoder = config.is_decoder
+
+        def forward(self, inputs_embeds, attention_mask=None, cache=None):
+            batch_size, seq_length = inputs_embeds.shape[:2]
+            cache_length = cache.get_seq_length() if cache is not None else 0
+            if attention_mask is None and not is_torchdynamo_compiling():
+                mask_seq_length = cache_length + seq_length
+                attention_mask = torch.ones(batch_size, mask_seq_length, device=inputs_embeds.device)
+
+            if self.config.is_decoder:
+                causal_mask = create_causal_mask(
+                    config=self.config, inputs_embeds=inputs_embeds, attention_mask=attention_mask, cache=cache
+                )
+            else:
+                causal_mask = attention_mask[:, None, None, :]
+                causal_mask = causal_mask.to(dtype=inputs_embeds.dtype)
+            return inputs_embeds + causal_mask
+    """
+
+
+def test_a_mask_filled_only_when_not_compiling_then_subscripted_breaks(tmp_path):
+    root = project(tmp_path, {
+        "tfm/__init__.py": "",
+        "tfm/models/__init__.py": "",
+        "tfm/models/switch/__init__.py": "",
+        "tfm/models/switch/modeling_switch.py": SWITCH_STACK,
+    })
+    found = lint(root)
+    assert at(found, "FL106") == [("tfm/models/switch/modeling_switch.py", 24)]
+    message = next(f.message for f in found if f.code == "FL106")
+    assert "attention_mask" in message and "GB0088" in message
+
+
+def test_an_eager_only_default_passed_on_or_tested_again_is_silent(tmp_path):
+    # bart/longt5/udop: the mask goes to create_*_mask / a helper, which accept None
+    near_misses = SWITCH_STACK.replace(
+        "causal_mask = attention_mask[:, None, None, :]",
+        "causal_mask = _local_mask(attention_mask) if attention_mask is not None else None",
+    )
+    retested = SWITCH_STACK.replace(
+        "            if self.config.is_decoder:",
+        "            if attention_mask is None:\n"
+        "                attention_mask = inputs_embeds.new_ones(batch_size, seq_length)\n"
+        "            if self.config.is_decoder:",
+    )
+    rebound_in_eager = SWITCH_STACK.replace(
+        "if attention_mask is None and not is_torchdynamo_compiling():",
+        "if attention_mask is None:",
+    )
+    for text in (near_misses, retested, rebound_in_eager):
+        root = project(tmp_path, {"tfm/__init__.py": "", "tfm/models/__init__.py": "",
+                                  "tfm/models/switch/__init__.py": "", "tfm/models/switch/modeling_switch.py": text})
+        assert at(lint(root), "FL106") == [], text
+
+
+EAGER_ONLY_DEFAULT = HEAD + """
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(8, 8)
+
+        def forward(self, x, mask=None):
+            if mask is None{guard}:
+                mask = torch.ones(x.shape[:-1])
+            return self.a(x) * mask[..., None]
+    """
+
+
+def test_the_eager_only_default_breaks_under_torch_compile_and_the_fix_does_not(tmp_path):
+    """The effect FL106 claims for the pattern, measured on the installed torch (backend "eager")."""
+    torch = need("torch", "the break is measured under torch.compile")
+    from fusionlint.confirm.measure import isolated_torch_config, measure
+
+    flagged = {}
+    for label, guard in (("bad", " and not torch.compiler.is_compiling()"), ("good", "")):
+        (tmp_path / label).mkdir()
+        root = project(tmp_path / label, {"stack.py": EAGER_ONLY_DEFAULT.replace("{guard}", guard)})
+        flagged[label] = at(lint(root), "FL106")
+        spec = importlib.util.spec_from_file_location(f"_eager_only_default_{label}", root / "stack.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with isolated_torch_config():
+            result = measure(module.Stack, lambda: (torch.randn(2, 4, 8),), device="cpu", user_files=[str(root / "stack.py")])
+        flagged[label + "_breaks"] = sorted({(s.gb, s.line) for s in result.break_sites})
+    assert flagged["bad"] == [("stack.py", 11)]
+    assert flagged["bad_breaks"] == [("GB0088", 11)]
+    assert flagged["good"] == [] and flagged["good_breaks"] == []

@@ -66,6 +66,7 @@ class RuleContext:
         self.project = project
         self.path = path
         self.torch_version = torch_version  # (major, minor) findings are judged against: `target-torch`
+        self.model = None  # the run's project model (fusionlint.project.model.Project), set by the engine
         self.reports: list[Report] = []
         self.function: Optional[FunctionInfo] = None
         self.cls: Optional[ClassInfo] = None

@@ -8,7 +8,9 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.is_compiling import after_exit_while_compiling
 from fusionlint.analysis.judge import Found
+from fusionlint.project.summary import is_logger_factory as _is_logger_factory
 from fusionlint.rule import Applicability
 
 # qualified name -> (graph-break id measured on torch 2.13.0+cpu, advice)
@@ -37,11 +39,6 @@ for _fn in _LOG_FUNCS:
 _IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
 
 
-def _is_logger_factory(qual: str) -> bool:
-    """``logging.getLogger`` and the Hugging Face ``...utils.logging.get_logger`` (returns a std Logger)."""
-    return qual == "logging.getLogger" or qual.endswith("logging.get_logger")
-
-
 def _last_name(expr: cst.BaseExpression) -> str:
     return expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
 
@@ -51,6 +48,17 @@ def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
         return False
     qual = ctx.qualname(expr.func) or ""
     return qual.rsplit(".", 1)[-1] in _IS_COMPILING
+
+
+def _true_while_compiling(expr: cst.BaseExpression, ctx) -> bool:
+    """An is-compiling test, or transformers' ``is_tracing(...)`` (true under compile: it asks
+    ``is_torchdynamo_compiling()`` first). ``torch.jit.is_tracing()`` is false under compile."""
+    if _is_compiling_call(expr, ctx):
+        return True
+    if not isinstance(expr, cst.Call):
+        return False
+    qual = ctx.qualname(expr.func) or ""
+    return qual.endswith("utils.is_tracing") or qual.endswith("import_utils.is_tracing")
 
 
 def _and_leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -116,7 +124,7 @@ class SideEffectChecker:
                 elif child is parent.orelse and _is_compiling_call(parent.test, ctx):
                     return True
             child = parent
-        return False
+        return after_exit_while_compiling(ctx.iter_parents(), lambda expr: _true_while_compiling(expr, ctx))
 
     def check_Call(self, node: cst.Call, ctx) -> list[Found]:
         described = self.describe(node, ctx)
@@ -166,4 +174,12 @@ def _loggers(ctx) -> tuple[frozenset[str], frozenset[str]]:
                 names.add(t.value)
             elif isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
                 attrs.add(t.attr.value)
+    # `from .utils import logger`: a name another project file binds to a logger (the project model
+    # resolves the import, re-exports included)
+    model = ctx.model
+    summary = model.files.get(ctx.path) if model is not None else None
+    if summary is not None:
+        for local, target in summary.aliases.items():
+            if local not in names and model.binds_logger(target):
+                names.add(local)
     return frozenset(names), frozenset(attrs)

@@ -164,6 +164,18 @@ class Project:
                 return found
         return None
 
+    def binds_logger(self, qual: str, depth: int = 0) -> bool:
+        """Is the dotted name ``pkg.utils.logger`` a module-level logger of a project file (followed
+        through re-exports: ``from .log import logger`` in ``pkg/utils/__init__.py``)?"""
+        module, _, name = qual.rpartition(".")
+        summary = self.modules.get(module)
+        if summary is None or depth > 8:
+            return False
+        if name in getattr(summary, "loggers", ()):
+            return True
+        target = summary.aliases.get(name)
+        return target is not None and target != qual and self.binds_logger(target, depth + 1)
+
     def _in_file(self, summary: FileSummary, rest: list[str], depth: int):
         head = rest[0]
         cls = summary.classes.get(head)

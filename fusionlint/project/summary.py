@@ -106,6 +106,8 @@ class FileSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     compile_targets: set[str] = field(default_factory=set)
+    # module-level names bound to `logging.getLogger(...)` / transformers' `logging.get_logger(...)`
+    loggers: set[str] = field(default_factory=set)
     # size, depth and top-level definitions, for the engine (fusionlint.outline): no second CPython parse
     outline: Optional[Outline] = None
     # (definition text, first line, aliases before it) -> what it added: kept only when asked (an
@@ -113,6 +115,11 @@ class FileSummary:
     units: Optional[dict] = field(default=None, repr=False, compare=False)
     # the outline's shape of each top-level statement (fusionlint.outline), kept with ``units``
     shapes: Optional[dict] = field(default=None, repr=False, compare=False)
+
+
+def is_logger_factory(qual: str) -> bool:
+    """``logging.getLogger`` and the Hugging Face ``...utils.logging.get_logger`` (returns a std Logger)."""
+    return qual == "logging.getLogger" or qual.endswith("logging.get_logger")
 
 
 def _param(name: str, annotation: Optional[str], default: Optional[str]) -> Param:
@@ -237,6 +244,10 @@ class _Summarizer:
                 todo[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "finalbody", []),
                             *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
             elif isinstance(stmt, (ast.Assign, ast.Expr)):
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and is_logger_factory(
+                    resolve(stmt.value.func, self.out.aliases) or ""
+                ):
+                    self.out.loggers.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
                 for node in ast.walk(stmt.value):
                     if isinstance(node, ast.Call) and node.args:
                         self._compile_target(node)
