@@ -10,7 +10,6 @@ import libcst as cst
 
 from fusionlint.analysis.attributes import classify_use, collect_writes, recompiles_every_value, scalar_kind, self_attr
 from fusionlint.analysis.buffer_fix import buffer_fix
-from fusionlint.analysis.is_compiling import skipped_while_compiling
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
 
 _DOCS = """
@@ -275,8 +274,6 @@ class MutatedScalarAttribute(Rule):
             return
         use = classify_use(node, ctx.parents, ctx.is_tensor, ctx.qualname)
         if use is None or not recompiles_every_value(use, kind, ctx):
-            return
-        if skipped_while_compiling(ctx.parents, ctx.qualname):
             return
         writes = collect_writes(ctx, cls, attr)
         if not writes.outside_compiled or any(compiled for _, _, compiled in writes.in_class):

@@ -15,7 +15,6 @@ from fusionlint.analysis.attributes import (
     self_attr,
 )
 from fusionlint.analysis.buffer_fix import buffer_fix
-from fusionlint.analysis.is_compiling import skipped_while_compiling
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
 
 _LIST_GROWERS = ("append", "extend")
@@ -294,8 +293,6 @@ class PythonStateMutationInForward(Rule):
         value = cls.container_attrs.get(attr)
         if not isinstance(value, cst.List) or attr in cls.buffers or attr in cls.submodules:
             return
-        if skipped_while_compiling(ctx.parents, ctx.qualname):
-            return
         ctx.report(
             node,
             f"`self.{attr}.{func.attr.value}(...)` grows a Python list attribute inside compiled code: dynamo guards "
@@ -312,7 +309,7 @@ class PythonStateMutationInForward(Rule):
         if attr is None or cls is None or cls.kind != "module":
             return
         kind = scalar_kind(cls, attr)
-        if kind is None or skipped_while_compiling(ctx.parents, ctx.qualname):
+        if kind is None:
             return
         if kind == "float" and not self._float_recompiles(ctx, cls, attr):
             return

@@ -7,7 +7,6 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.bindings import target_names
-from fusionlint.analysis.is_compiling import skipped_while_compiling
 from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
@@ -331,7 +330,7 @@ class PythonLoopOverBatch(Rule):
 
     def _check(self, iterable: cst.BaseExpression, ctx) -> None:
         what = _Loop(ctx).describe(iterable)
-        if what is None or skipped_while_compiling(ctx.parents, ctx.qualname):
+        if what is None:
             return
         ctx.report(
             iterable,

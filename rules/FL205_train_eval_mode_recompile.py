@@ -6,7 +6,6 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.is_compiling import skipped_while_compiling
 from fusionlint.rule import Effect, Invalid, Rule
 
 _DOCS = """
@@ -214,7 +213,7 @@ class TrainEvalModeRecompile(Rule):
 
     def _check(self, node: cst.BaseExpression, what: str, ctx) -> None:
         use = _consumed(node, ctx.parents, ctx.qualname)
-        if use is None or skipped_while_compiling(ctx.parents, ctx.qualname):
+        if use is None:
             return
         suites = [p for p in ctx.iter_parents() if isinstance(p, (cst.IndentedBlock, cst.Module))]
         seen = self._guarded.setdefault((id(ctx.function), what), set())

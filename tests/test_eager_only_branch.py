@@ -41,6 +41,25 @@ class Otherwise(nn.Module):
         return x
 
 
+def is_torchdynamo_compiling():
+    return torch.compiler.is_compiling()
+
+
+class EarlyExit(nn.Module):
+    def forward(self, x):
+        if is_torchdynamo_compiling():
+            return x
+{plain}
+        return x
+
+
+class LibraryGuard(nn.Module):
+    def forward(self, x):
+        if not is_torchdynamo_compiling() and x.dim() > 1:
+{guarded}
+        return x
+
+
 class Unguarded(nn.Module):
     def forward(self, x):
 {plain}
@@ -61,7 +80,8 @@ def _findings(tmp_path):
         if line.startswith("class "):
             cls = line.split()[1].split("(")[0]
         owner[number] = cls
-    by_class: dict[str, set[str]] = {"Guarded": set(), "Otherwise": set(), "Unguarded": set()}
+    by_class: dict[str, set[str]] = {"Guarded": set(), "Otherwise": set(), "Unguarded": set(), "EarlyExit": set(),
+                                     "LibraryGuard": set(), None: set()}
     for f in outcome.result.findings:
         by_class[owner[f.line]].add(f.code)
     return by_class
@@ -71,7 +91,9 @@ def test_eager_only_branch_is_not_reported_as_traced_code(tmp_path):
     found = _findings(tmp_path)
     # the same statements outside the guard: every traced-code rule fires
     assert {"FL101", "FL102", "FL103", "FL112", "FL301"} <= found["Unguarded"]
-    for cls in ("Guarded", "Otherwise"):
+    # ... also after `if is_compiling(): return` and under a library's wrapper of the test (transformers'
+    # `is_torchdynamo_compiling()`) as one operand of `and`
+    for cls in ("Guarded", "Otherwise", "EarlyExit", "LibraryGuard"):
         assert not found[cls] & {"FL101", "FL102", "FL103", "FL112"}, (cls, found[cls])
 
 

@@ -226,7 +226,7 @@ class RuleContext:
         in eager too."""
         if not self.frames or Effect.RUNTIME_ERROR in self._rule.effects:
             return False
-        return skipped_while_compiling(self.parents, self.qualname)
+        return skipped_while_compiling(self.parents, self.qualname, self._node)
 
     def _why_tensor(self, node: cst.CSTNode) -> Optional[str]:
         """"`lens` is a tensor: passed from Net.forward at net.py:12" when the finding reads a parameter

@@ -1,4 +1,6 @@
-"""Code Dynamo never traces: the eager-only branch of an ``is_compiling()`` test."""
+"""Code Dynamo never traces: the eager-only branch of an ``is_compiling()`` test, and code after
+``if is_compiling(): return``. The one place that decides what counts as an is-compiling test; every
+rule and the report filter of ``RuleContext`` ask here."""
 
 from __future__ import annotations
 
@@ -6,34 +8,44 @@ from typing import Callable, Iterable, Optional
 
 import libcst as cst
 
-_IS_COMPILING = frozenset(
-    {"torch.compiler.is_compiling", "torch._dynamo.is_compiling", "torch.compiler.is_dynamo_compiling", "torch._utils.is_compiling"}
-)
 
-
-def skipped_while_compiling(parents: tuple[cst.CSTNode, ...], qualname) -> bool:
-    """True inside ``if not torch.compiler.is_compiling():`` (or the ``else`` of ``if is_compiling():``):
-    dynamo takes the other branch, so the code there is never traced."""
-    child = None
+def skipped_while_compiling(parents: Iterable[cst.CSTNode], qualname, node: Optional[cst.CSTNode] = None) -> bool:
+    """True where Dynamo never goes: inside ``if not torch.compiler.is_compiling():`` (also as an
+    ``and`` operand: ``if not is_torchdynamo_compiling() and x is None:``), the ``else`` of
+    ``if is_compiling():``, and after ``if is_compiling(): return ...`` in the same function.
+    ``parents`` run from the node outwards; pass the ``node`` itself when it may be a statement."""
+    parents = tuple(parents)
+    child = node
     for parent in parents:
         if isinstance(parent, cst.If) and child is not None:
-            test = parent.test
-            negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-            call = test.expression if negated else test
-            if isinstance(call, cst.Call) and qualname(call.func) in _IS_COMPILING:
-                in_body = child is parent.body
-                if in_body == negated:
-                    return True
+            if child is parent.body:
+                for leaf in _and_leaves(parent.test):
+                    if (
+                        isinstance(leaf, cst.UnaryOperation)
+                        and isinstance(leaf.operator, cst.Not)
+                        and is_compiling_test(leaf.expression, qualname)
+                    ):
+                        return True
+            elif child is parent.orelse and true_while_compiling(parent.test, qualname):
+                return True
         child = parent
-    return False
+    return after_exit_while_compiling(parents, lambda expr: true_while_compiling(expr, qualname), node)
 
 
-def after_exit_while_compiling(parents: Iterable[cst.CSTNode], is_compiling: Callable[[cst.BaseExpression], bool]) -> bool:
+def _and_leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
+        return _and_leaves(expr.left) + _and_leaves(expr.right)
+    return [expr]
+
+
+def after_exit_while_compiling(
+    parents: Iterable[cst.CSTNode], is_compiling: Callable[[cst.BaseExpression], bool], node: Optional[cst.CSTNode] = None
+) -> bool:
     """True after ``if is_compiling(): return ...`` (or ``raise``) earlier in the same function: under
     compile the function has left by then, so Dynamo never traces the code. ``parents`` runs from the
     node outwards; ``is_compiling`` says whether a call is an is-compiling test (the callers differ on
     which names count)."""
-    child: Optional[cst.CSTNode] = None
+    child: Optional[cst.CSTNode] = node
     for parent in parents:
         if isinstance(parent, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return False
@@ -78,3 +90,14 @@ def is_compiling_test(expr: cst.BaseExpression, qualname) -> bool:
         return False
     qual = qualname(expr.func) or ""
     return qual.rsplit(".", 1)[-1] in _COMPILING_NAMES
+
+
+def true_while_compiling(expr: cst.BaseExpression, qualname) -> bool:
+    """An is-compiling test, or transformers' ``is_tracing(...)`` (true under compile: it asks
+    ``is_torchdynamo_compiling()`` first). ``torch.jit.is_tracing()`` is false under compile."""
+    if is_compiling_test(expr, qualname):
+        return True
+    if not isinstance(expr, cst.Call):
+        return False
+    qual = qualname(expr.func) or ""
+    return qual.endswith("utils.is_tracing") or qual.endswith("import_utils.is_tracing")

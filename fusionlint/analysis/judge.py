@@ -13,6 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.bindings import target_names
+from fusionlint.analysis.is_compiling import is_compiling_test
 from fusionlint.analysis.scope import function_nodes
 from fusionlint.analysis.tensors import NON_TENSOR_METHODS, TENSOR_ATTRS, torch_call_returns_tensor
 
@@ -224,9 +225,6 @@ def _iterates_tensors(iterable: cst.BaseExpression, ctx) -> bool:
     return facts is not None and facts.is_sequence(iterable)
 
 
-_IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
-
-
 def _is_star_param(name: str, ctx) -> bool:
     fn = ctx.function
     star = fn.node.params.star_arg if fn is not None else None
@@ -246,10 +244,7 @@ def _traced_part(expr: cst.BaseExpression, ctx) -> cst.BaseExpression:
 
 
 def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
-    if not (isinstance(expr, cst.Call) and not expr.args):
-        return False
-    qual = ctx.qualname(expr.func) or ""
-    return qual.rsplit(".", 1)[-1] in _IS_COMPILING
+    return is_compiling_test(expr, ctx.qualname)
 
 
 def truth_leaves(expr: cst.BaseExpression, tested: bool) -> list[cst.BaseExpression]:

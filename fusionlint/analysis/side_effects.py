@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.is_compiling import after_exit_while_compiling
+from fusionlint.analysis.is_compiling import skipped_while_compiling
 from fusionlint.analysis.judge import Found
 from fusionlint.project.summary import is_logger_factory as _is_logger_factory
 from fusionlint.rule import Applicability
@@ -36,35 +36,8 @@ for _fn in _LOG_FUNCS:
 # method, not only the logging ones. Measured on torch 2.13.0 CPU: info, warning, debug, error,
 # isEnabledFor, setLevel, getEffectiveLevel, and methods patched onto Logger the way transformers
 # adds `warning_once` (an lru_cache'd function) and `warning_advice` (a plain one).
-_IS_COMPILING = ("is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling")
-
-
 def _last_name(expr: cst.BaseExpression) -> str:
     return expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
-
-
-def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
-    if not isinstance(expr, cst.Call):
-        return False
-    qual = ctx.qualname(expr.func) or ""
-    return qual.rsplit(".", 1)[-1] in _IS_COMPILING
-
-
-def _true_while_compiling(expr: cst.BaseExpression, ctx) -> bool:
-    """An is-compiling test, or transformers' ``is_tracing(...)`` (true under compile: it asks
-    ``is_torchdynamo_compiling()`` first). ``torch.jit.is_tracing()`` is false under compile."""
-    if _is_compiling_call(expr, ctx):
-        return True
-    if not isinstance(expr, cst.Call):
-        return False
-    qual = ctx.qualname(expr.func) or ""
-    return qual.endswith("utils.is_tracing") or qual.endswith("import_utils.is_tracing")
-
-
-def _and_leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And):
-        return _and_leaves(expr.left) + _and_leaves(expr.right)
-    return [expr]
 
 
 class SideEffectChecker:
@@ -109,22 +82,8 @@ class SideEffectChecker:
 
     @staticmethod
     def guarded(node: cst.CSTNode, ctx) -> bool:
-        """Inside ``if not torch.compiler.is_compiling():`` (or the else of ``if is_compiling():``)."""
-        child: cst.CSTNode = node
-        for parent in ctx.iter_parents():
-            if isinstance(parent, cst.If):
-                if child is parent.body:
-                    for leaf in _and_leaves(parent.test):
-                        if (
-                            isinstance(leaf, cst.UnaryOperation)
-                            and isinstance(leaf.operator, cst.Not)
-                            and _is_compiling_call(leaf.expression, ctx)
-                        ):
-                            return True
-                elif child is parent.orelse and _is_compiling_call(parent.test, ctx):
-                    return True
-            child = parent
-        return after_exit_while_compiling(ctx.iter_parents(), lambda expr: _true_while_compiling(expr, ctx))
+        """In code Dynamo never traces (``fusionlint.analysis.is_compiling``)."""
+        return skipped_while_compiling(ctx.iter_parents(), ctx.qualname, node)
 
     def check_Call(self, node: cst.Call, ctx) -> list[Found]:
         described = self.describe(node, ctx)
