@@ -32,12 +32,15 @@ from typing import Optional
 import fusionlint
 from fusionlint.cache.recording import RecordingIndex, RecordingModel, Recorder, still_holds
 from fusionlint.cache.store import FORMAT, Store, digest
+from fusionlint.project.model import propagation_view
 from fusionlint.project.scope import index_scope
 from fusionlint.files import (
     DEFAULT_MAX_BYTES, SourceError, UsageError, decode_source, discover, display_path, read_source_encoded,
 )
 from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, RunResult
 
+# More changed summaries than this: propagate again rather than compare each with its last version
+_MAX_CHANGED_SUMMARIES = 16
 _RACY_NS = 2_000_000_000  # files younger than this are hashed again next run (see the module doc)
 
 
@@ -72,12 +75,24 @@ class CacheSession:
         self._facts_key: Optional[str] = None
         self._facts_loaded = False
         self.unreadable: set[Path] = set()  # served files whose entry is a read error (not in result.paths)
+        self._trusted: set[str] = set()  # files whose digest came from an unchanged stat (not read this run)
+        self._previous: dict[str, str] = {}  # display path -> content digest of the last run, where it changed
+        # display path -> (entry key, world) of the entry whose questions were last found to hold in
+        # that world: one table written per run instead of every entry again
+        self._verified: dict[str, tuple[str, str]] = {}
+        self._verified_dirty = False
+        self._entries: dict[str, tuple[str, dict]] = {}  # display path -> (key, entry) loaded this run
+        self._latest_facts: Optional[dict] = None  # what the facts of this run are computed from
+        self.facts_reused = False  # the last run's facts held for this run's changed summaries
+        self.questions: dict[tuple, str] = {}  # question -> digest of its answer in this run's model
 
     # -- 1. what the tree is now --------------------------------------------------------------------
     def scan(self, linted: list[Path], given: list[str]) -> None:
         """Digest every project file (the linted ones, then every Python file under the root)."""
         manifest = self.store.load_file(self.store.base / "manifest.pickle")
         self._manifest = manifest if isinstance(manifest, dict) else {}
+        verified = self.store.load_file(self.store.base / "verified.pickle")
+        self._verified = verified if isinstance(verified, dict) else {}
         root = self.settings.root
         for path in linted:
             shown = self.shown[path] = display_path(path, root)
@@ -111,6 +126,7 @@ class CacheSession:
             return None
         known = self._manifest.get(shown)
         if known is not None and known[:3] == (st.st_size, st.st_mtime_ns, st.st_ino):
+            self._trusted.add(shown)
             return known[3]
         if st.st_size > DEFAULT_MAX_BYTES:
             return None
@@ -120,6 +136,8 @@ class CacheSession:
         except OSError:
             return None
         found = digest(data)
+        if known is not None and known[3] != found:
+            self._previous[shown] = known[3]
         if time.time_ns() - st.st_mtime_ns > _RACY_NS:
             self._manifest[shown] = (st.st_size, st.st_mtime_ns, st.st_ino, found)
         else:
@@ -169,18 +187,26 @@ class CacheSession:
         f = self.files.get(shown)
         if f is None or f.digest is None:
             return None
-        entry = self.store.load("findings", self._entry_key(f))
+        key = self._entry_key(f)
+        loaded = self._entries.get(shown)
+        if loaded is not None and loaded[0] == key:
+            return loaded[1]
+        entry = self.store.load("findings", key)
         if not (isinstance(entry, dict) and {"world", "reads", "run"} <= entry.keys()):
             return None
+        self._entries[shown] = (key, entry)
         return entry
 
     def served_as_is(self, linted: list[Path]) -> dict[Path, object]:
-        """The runs of the linted files whose entry was made in this very world."""
+        """The runs of the linted files whose entry was made, or last found to hold, in this very world."""
         out = {}
         self.unreadable = set()
         for path in linted:
-            entry = self._entry(self.shown[path])
-            if entry is not None and entry["world"] == self.world and self.world is not None:
+            shown = self.shown[path]
+            entry = self._entry(shown)
+            if entry is None or self.world is None:
+                continue
+            if entry["world"] == self.world or self._verified.get(shown) == (self._entries[shown][0], self.world):
                 out[path] = entry["run"]
                 if entry.get("unreadable"):
                     self.unreadable.add(path)
@@ -198,11 +224,12 @@ class CacheSession:
         for path in pending:
             shown = self.shown[path]
             entry = self._entry(shown)
-            if entry is None or entry.get("unreadable") or not still_holds(entry["reads"], model, index):
+            if entry is None or entry.get("unreadable") or not still_holds(entry["reads"], model, index, self.questions):
                 continue
             out[path] = entry["run"]
-            if self.world is not None:  # stamp it: the next run of this tree serves it unchecked
-                self.store.save("findings", self._entry_key(self.files[shown]), {**entry, "world": self.world})
+            if self.world is not None:  # the next run of this tree serves it unchecked
+                self._verified[shown] = (self._entries[shown][0], self.world)
+                self._verified_dirty = True
         return out
 
     def read(self, path: Path, shown: str) -> tuple[str, str]:
@@ -241,6 +268,45 @@ class CacheSession:
         if key is not None and index.scanned(shown) is not None:
             self.store.save("scans", key, (index.scanned(shown),))
 
+    def add_unread(self, model, index, shown: str, path: Path, reread=None) -> bool:
+        """Index and summarise a linted file without reading it, when its stat is the one of the last
+        run and both its name-index scan and its summary are cached; False: read it as usual.
+        Such a file's text is read only if it has to be linted after all (``read_late``)."""
+        f = self.files.get(shown)
+        if f is None or f.digest is None or shown not in self._trusted:
+            return False
+        scan = self.store.load("scans", digest(f"{self.config_code}\0{f.digest}".encode()))
+        summary = self.store.load("summaries", self._summary_key(f))
+        if not (isinstance(scan, tuple) and len(scan) == 1 and isinstance(summary, tuple) and len(summary) == 2):
+            return False
+        index.update_file(shown, "", reread, facts=scan[0])  # the text is not kept when reread is given
+        model.name_index = index
+        found, self._summary_digests[shown] = summary
+        if found is not None:
+            found.text_hash = 0  # not this text's hash until read_late sets it
+            model.add_summary(found)
+        else:
+            model.remove(shown)
+        return True
+
+    def read_late(self, model, path: Path, shown: str) -> tuple[str, str]:
+        """The text of a file indexed by ``add_unread`` that is to be linted now: checked against the
+        digest it was indexed with, and marked in the model as the text its summary was made from."""
+        f = self.files.get(shown)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(DEFAULT_MAX_BYTES + 1)
+        except OSError:
+            data = None
+        if data is None or len(data) > DEFAULT_MAX_BYTES or f is None or digest(data) != f.digest:
+            self.world = None
+            raise SourceError("changed while fusionlint was checking it: not checked (run again)")
+        text, encoding = decode_source(data)
+        summary = model.files.get(shown)
+        if summary is not None:
+            summary.text_hash = hash(text)
+        return text, encoding
+
     def add_linted(self, model, index, shown: str, path: Path, text: str) -> None:
         """``model.add`` for a linted file as the run reads it (texts are not kept: the run streams),
         from its cached summary where the content is unchanged."""
@@ -261,9 +327,51 @@ class CacheSession:
         bases = sorted((name, tuple(b)) for name, b in index.class_bases.items())
         self._facts_key = digest(repr((self.config, keys, bases)).encode("utf-8", "surrogatepass"))
         facts = self.store.load("facts", self._facts_key)
+        if not isinstance(facts, dict):
+            facts = self._facts_that_still_hold(model, keys, bases)
+            if facts is not None:
+                self.store.save("facts", self._facts_key, facts)
         if isinstance(facts, dict):
             model.import_facts(facts)
             self._facts_loaded = True
+        self._latest_facts = {"config": self.config, "key": self._facts_key, "bases": bases,
+                              "files": [(shown, d, self.files[shown].digest if shown in self.files else None)
+                                        for shown, d in keys]}
+        if facts is not None:
+            self.store.save_file(self.store.base / "facts-latest.pickle", self._latest_facts)
+
+    def _facts_that_still_hold(self, model, keys, bases) -> Optional[dict]:
+        """The last run's propagated facts, when the summaries that changed since differ only in what the
+        propagation does not read (``propagation_view``): a few files changed, the same files in the
+        same order, the same regex-index classes."""
+        latest = self.store.load_file(self.store.base / "facts-latest.pickle")
+        if not (isinstance(latest, dict) and latest.get("config") == self.config and latest.get("bases") == bases):
+            return None
+        before = latest.get("files")
+        if not isinstance(before, list) or [row[0] for row in before] != [shown for shown, _ in keys]:
+            return None
+        changed = [(shown, old_content) for (shown, d), (_, old_d, old_content) in zip(keys, before) if d != old_d]
+        if len(changed) > _MAX_CHANGED_SUMMARIES:
+            return None
+        facts = self.store.load("facts", latest["key"]) if isinstance(latest.get("key"), str) else None
+        if not isinstance(facts, dict):
+            return None
+        entered: dict[str, set[str]] = {}
+        for module, qualname in facts:
+            entered.setdefault(module, set()).add(qualname)
+        for shown, old_content in changed:
+            f, now = self.files.get(shown), model.files.get(shown)
+            if f is None or now is None or old_content is None:
+                return None
+            cached = self.store.load("summaries", self._summary_key(dataclasses.replace(f, digest=old_content)))
+            if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] is not None):
+                return None
+            old = cached[0]
+            seen = frozenset(entered.get(old.module, ()))
+            if propagation_view(old, seen) != propagation_view(now, seen):
+                return None
+        self.facts_reused = True
+        return facts
 
     def _summary_key(self, f: _File) -> str:
         return digest(repr((self.config_code, f.digest, f.module)).encode("utf-8", "surrogatepass"))
@@ -306,6 +414,8 @@ class CacheSession:
             facts = model.export_facts()
             if facts is not None:
                 self.store.save("facts", self._facts_key, facts)
+                if self._latest_facts is not None:
+                    self.store.save_file(self.store.base / "facts-latest.pickle", self._latest_facts)
 
     # -- 4. linting with the questions recorded ---------------------------------------------------------
     def instrument(self, engine) -> None:
@@ -328,6 +438,8 @@ class CacheSession:
     def finish(self) -> None:
         if self._manifest_dirty:
             self.store.save_file(self.store.base / "manifest.pickle", self._manifest)
+        if self._verified_dirty:
+            self.store.save_file(self.store.base / "verified.pickle", self._verified)
 
 
 def _summary_digest(summary) -> str:

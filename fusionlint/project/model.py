@@ -492,6 +492,28 @@ class _Propagation:
         return found is not None and (found[0].module, found[1].qualname) in self.returns
 
 
+def propagation_view(summary: FileSummary, entered: frozenset[str]) -> tuple:
+    """What ``_Propagation`` (and the class lookups it makes) reads of one file, given the qualnames
+    of this file's functions it entered: two summaries with the same view over the same other files
+    give the same propagated facts. It reads every file's names, imports, classes (bases, methods,
+    attribute kinds and constructors, decorators) and function signatures, but the bodies (call
+    sites, returns, names used as tensors) only of the functions it entered; definition lines never.
+    So an edit inside a function that is not compiled, or one that only moves lines below the last
+    compiled function, keeps the facts (fusionlint.cache reuses them instead of propagating again)."""
+    classes = [
+        (c.name, tuple(c.bases), tuple(c.methods.items()), tuple(c.decorators),
+         tuple((attr, tuple((f.kind, f.ctor, f.method, f.elements) for f in facts)) for attr, facts in c.attrs.items()))
+        for c in summary.classes.values()
+    ]
+    functions = [
+        (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
+         (tuple(fn.calls), fn.returns, fn.tensor_uses) if fn.qualname in entered else None)
+        for fn in summary.functions.values()
+    ]
+    return (summary.path, summary.module, summary.is_package, tuple(summary.aliases.items()), classes, functions,
+            frozenset(summary.compile_targets))
+
+
 def _uses_call_results(fn: FunctionSummary) -> bool:
     """Does a call site or a return of ``fn`` use the result of another call (which may now be a tensor)?"""
     def uses(value) -> bool:
