@@ -425,3 +425,50 @@ def test_entries_found_to_hold_are_served_unchecked_by_the_next_run_without_rewr
     assert [p for p in before if after.get(p) != before[p]] == []  # only leaf.py's new entry was written
     assert len(after) == len(before) + 1
     assert _run(root).files_linted == 0
+
+
+def test_a_new_function_nothing_calls_lints_only_its_file_and_asks_no_model_question_again(tmp_path, monkeypatch):
+    from fusionlint.cache import recording
+
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    runs = _count_propagations(monkeypatch)
+    asked: list[str] = []
+    real_ask = recording._ask
+    monkeypatch.setattr(recording, "_ask", lambda q, m, i: asked.append(q[0]) or real_ask(q, m, i))
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef unused(y):\n    return y\n")
+    edited = _run(root)
+    assert edited.files_linted == 1 and runs == []
+    assert [q for q in asked if q.startswith("model.")] == []  # the model answers as in the last run
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_a_new_function_that_a_call_elsewhere_now_reaches_is_propagated(tmp_path, monkeypatch):
+    # net.py imports and calls `extra`, which helpers.py does not define yet: once it does, it is
+    # compiled (through Net.forward) and its .item() is a finding, though only helpers.py changed
+    net = NET.replace("import scale, shift", "import extra, scale, shift").replace("+ shift(x)", "+ shift(x) + extra(x)")
+    root = _project(tmp_path, helpers=HELPERS, net=net)
+    assert [f for f in _run(root).result.findings if f.path == "helpers.py"] == []
+    runs = _count_propagations(monkeypatch)
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef extra(y):\n    return y.item()\n")
+    edited = _run(root)
+    assert runs == [1]
+    assert ("helpers.py", "FL101") in [(f.path, f.code) for f in edited.result.findings]
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_an_attribute_moved_in_a_base_class_asks_the_subclass_file_again(tmp_path, monkeypatch):
+    from fusionlint.cache import recording
+
+    base = BASE.replace("    pass\n", "    def __init__(self):\n        super().__init__()\n        self.w = 1\n")
+    root = _project(tmp_path, base=base)
+    _run(root)
+    asked: list[tuple] = []
+    real_ask = recording._ask
+    monkeypatch.setattr(recording, "_ask", lambda q, m, i: asked.append(q) or real_ask(q, m, i))
+    (root / "base.py").write_text(base.replace("self.w = 1", "pass\n        self.w = 1"))  # self.w's line moves
+    edited = _run(root)
+    assert ("model.attributes", "sub.py", "Sub") in asked  # its answer holds the attribute's line
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))

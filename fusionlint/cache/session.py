@@ -32,7 +32,7 @@ from typing import Optional
 import fusionlint
 from fusionlint.cache.recording import RecordingIndex, RecordingModel, Recorder, still_holds
 from fusionlint.cache.store import FORMAT, Store, digest
-from fusionlint.project.model import propagation_view
+from fusionlint.project.model import class_view, propagation_view
 from fusionlint.project.scope import index_scope
 from fusionlint.files import (
     DEFAULT_MAX_BYTES, SourceError, UsageError, decode_source, discover, display_path, read_source_encoded,
@@ -82,8 +82,11 @@ class CacheSession:
         self._verified: dict[str, tuple[str, str]] = {}
         self._verified_dirty = False
         self._entries: dict[str, tuple[str, dict]] = {}  # display path -> (key, entry) loaded this run
-        self._latest_facts: Optional[dict] = None  # what the facts of this run are computed from
+        self._state: Optional[dict] = None  # what this run's model is made of (compared by the next run)
         self.facts_reused = False  # the last run's facts held for this run's changed summaries
+        # the last run's world, when every model question gets the answer it got in that world: an
+        # entry found to hold there needs only its name-index questions asked again
+        self.model_same_since: Optional[str] = None
         self.questions: dict[tuple, str] = {}  # question -> digest of its answer in this run's model
 
     # -- 1. what the tree is now --------------------------------------------------------------------
@@ -224,7 +227,14 @@ class CacheSession:
         for path in pending:
             shown = self.shown[path]
             entry = self._entry(shown)
-            if entry is None or entry.get("unreadable") or not still_holds(entry["reads"], model, index, self.questions):
+            if entry is None or entry.get("unreadable"):
+                continue
+            reads = entry["reads"]
+            key, stamp = self._entries[shown][0], self._verified.get(shown)
+            worlds = {entry["world"], stamp[1] if stamp is not None and stamp[0] == key else None}
+            if self.model_same_since is not None and self.model_same_since in worlds:
+                reads = [read for read in reads if not read[0][0].startswith("model.")]  # answered as then
+            if not still_holds(reads, model, index, self.questions):
                 continue
             out[path] = entry["run"]
             if self.world is not None:  # the next run of this tree serves it unchecked
@@ -315,7 +325,9 @@ class CacheSession:
 
     def finish_model(self, model, index) -> None:
         """Fill ``model`` as ``runner._semantic_model`` does after the linted files (the rest of the
-        project), from cached summaries where the content is unchanged, and load the propagation."""
+        project), from cached summaries where the content is unchanged, and load the propagation:
+        the one computed over exactly these summaries, else the last run's when what changed since
+        is nothing the propagation reads (``_compare_with_last_run``)."""
         model.name_index = index
         for f in list(self.files.values()):
             if model.has(f.shown) or f.linted or f.path.suffix != ".py":
@@ -326,52 +338,54 @@ class CacheSession:
         keys = [(shown, self._summary_digests.get(shown) or _summary_digest(s)) for shown, s in model.files.items()]
         bases = sorted((name, tuple(b)) for name, b in index.class_bases.items())
         self._facts_key = digest(repr((self.config, keys, bases)).encode("utf-8", "surrogatepass"))
-        facts = self.store.load("facts", self._facts_key)
-        if not isinstance(facts, dict):
-            facts = self._facts_that_still_hold(model, keys, bases)
-            if facts is not None:
-                self.store.save("facts", self._facts_key, facts)
-        if isinstance(facts, dict):
-            model.import_facts(facts)
+        self._state = {"config": self.config, "key": self._facts_key, "bases": bases, "world": self.world,
+                       "files": [(shown, d, self.files[shown].digest if shown in self.files else None)
+                                 for shown, d in keys]}
+        last = self._compare_with_last_run(model, keys, bases)
+        saved = self.store.load("facts", self._facts_key)
+        if _is_facts(saved):
+            model.import_facts(saved["facts"], saved["probes"])
             self._facts_loaded = True
-        self._latest_facts = {"config": self.config, "key": self._facts_key, "bases": bases,
-                              "files": [(shown, d, self.files[shown].digest if shown in self.files else None)
-                                        for shown, d in keys]}
-        if facts is not None:
-            self.store.save_file(self.store.base / "facts-latest.pickle", self._latest_facts)
+        elif last is not None and last[1] is not None:
+            model.import_facts(*last[1])
+            self._facts_loaded = self.facts_reused = True
+            self.store.save("facts", self._facts_key, {"facts": last[1][0], "probes": last[1][1]})
+        if last is not None and last[2]:
+            self.model_same_since = last[0]
 
-    def _facts_that_still_hold(self, model, keys, bases) -> Optional[dict]:
-        """The last run's propagated facts, when the summaries that changed since differ only in what the
-        propagation does not read (``propagation_view``): a few files changed, the same files in the
-        same order, the same regex-index classes."""
-        latest = self.store.load_file(self.store.base / "facts-latest.pickle")
-        if not (isinstance(latest, dict) and latest.get("config") == self.config and latest.get("bases") == bases):
+    def _compare_with_last_run(self, model, keys, bases):
+        """(last run's world, its (facts, probes) if they hold for this run's summaries, whether every
+        model question gets the answer it got then), or None when the last run's model is not
+        comparable: other settings, other files or file order, other regex-index classes, or more
+        than a few summaries changed."""
+        last = self.store.load_file(self.store.base / "state.pickle")
+        if not (isinstance(last, dict) and last.get("config") == self.config and last.get("bases") == bases):
             return None
-        before = latest.get("files")
+        before = last.get("files")
         if not isinstance(before, list) or [row[0] for row in before] != [shown for shown, _ in keys]:
             return None
         changed = [(shown, old_content) for (shown, d), (_, old_d, old_content) in zip(keys, before) if d != old_d]
         if len(changed) > _MAX_CHANGED_SUMMARIES:
             return None
-        facts = self.store.load("facts", latest["key"]) if isinstance(latest.get("key"), str) else None
-        if not isinstance(facts, dict):
-            return None
-        entered: dict[str, set[str]] = {}
-        for module, qualname in facts:
-            entered.setdefault(module, set()).add(qualname)
+        saved = self.store.load("facts", last.get("key")) if isinstance(last.get("key"), str) else None
+        facts_hold, classes_hold = _is_facts(saved), True
         for shown, old_content in changed:
             f, now = self.files.get(shown), model.files.get(shown)
-            if f is None or now is None or old_content is None:
-                return None
-            cached = self.store.load("summaries", self._summary_key(dataclasses.replace(f, digest=old_content)))
+            cached = None
+            if f is not None and now is not None and old_content is not None:
+                cached = self.store.load("summaries", self._summary_key(dataclasses.replace(f, digest=old_content)))
             if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] is not None):
                 return None
             old = cached[0]
-            seen = frozenset(entered.get(old.module, ()))
-            if propagation_view(old, seen) != propagation_view(now, seen):
-                return None
-        self.facts_reused = True
-        return facts
+            if facts_hold:
+                entered = frozenset(q for m, q in saved["facts"] if m == old.module)
+                probed = saved["probes"].get(old.module, frozenset())
+                facts_hold = propagation_view(old, entered, probed) == propagation_view(now, entered, probed)
+            classes_hold = classes_hold and class_view(old, model.modules) == class_view(now, model.modules)
+        facts = (saved["facts"], saved["probes"]) if facts_hold else None
+        # the facts answer function_facts/has_compiled, the classes class_kind/attributes, the same
+        # files in the same order has/summary
+        return last.get("world"), facts, facts_hold and classes_hold and last.get("world") is not None
 
     def _summary_key(self, f: _File) -> str:
         return digest(repr((self.config_code, f.digest, f.module)).encode("utf-8", "surrogatepass"))
@@ -411,11 +425,11 @@ class CacheSession:
         """Compute the propagated facts now (before workers fork) and keep them for the next run."""
         model.propagate()
         if not self._facts_loaded and self._facts_key is not None:
-            facts = model.export_facts()
-            if facts is not None:
-                self.store.save("facts", self._facts_key, facts)
-                if self._latest_facts is not None:
-                    self.store.save_file(self.store.base / "facts-latest.pickle", self._latest_facts)
+            facts, probes = model.export_facts(), model.export_probes()
+            if facts is not None and probes is not None:
+                self.store.save("facts", self._facts_key, {"facts": facts, "probes": probes})
+        if self._state is not None and _is_facts(self.store.load("facts", self._facts_key)):
+            self.store.save_file(self.store.base / "state.pickle", self._state)  # the next run compares with it
 
     # -- 4. linting with the questions recorded ---------------------------------------------------------
     def instrument(self, engine) -> None:
@@ -440,6 +454,10 @@ class CacheSession:
             self.store.save_file(self.store.base / "manifest.pickle", self._manifest)
         if self._verified_dirty:
             self.store.save_file(self.store.base / "verified.pickle", self._verified)
+
+
+def _is_facts(saved) -> bool:
+    return isinstance(saved, dict) and isinstance(saved.get("facts"), dict) and isinstance(saved.get("probes"), dict)
 
 
 def _summary_digest(summary) -> str:
