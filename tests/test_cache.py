@@ -472,3 +472,42 @@ def test_an_attribute_moved_in_a_base_class_asks_the_subclass_file_again(tmp_pat
     assert ("model.attributes", "sub.py", "Sub") in asked  # its answer holds the attribute's line
     monkeypatch.undo()
     assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_function_bodies_are_loaded_only_when_the_propagation_runs(tmp_path, monkeypatch):
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    kinds: list[str] = []
+    real = Store.load
+    monkeypatch.setattr(Store, "load", lambda self, kind, key: kinds.append(kind) or real(self, kind, key))
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef unused(y):\n    return y\n")  # the facts hold
+    assert _run(root).files_linted == 1
+    assert kinds.count("summaries") >= 4 and kinds.count("bodies") == 1  # helpers.py's last version, compared
+    kinds.clear()
+    (root / "helpers.py").write_text(HELPERS.replace("x + 1", "x.item() + 1"))  # inside compiled shift
+    edited = _run(root)
+    assert kinds.count("bodies") >= 4  # every other file's, for the propagation
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_damaged_bodies_files_are_summarised_again(tmp_path):
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    for path in (root / DIRNAME / "static" / "bodies").rglob("*.pickle"):
+        path.write_bytes(path.read_bytes()[:30])
+    (root / "helpers.py").write_text(HELPERS.replace("x + 1", "x.item() + 1"))  # the propagation runs again
+    edited = _run(root)
+    assert ("helpers.py", "FL101") in [(f.path, f.code) for f in edited.result.findings]
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_linting_a_file_that_still_does_not_parse_keeps_the_propagation(tmp_path, monkeypatch):
+    root = _project(tmp_path, bad="def broken(:\n    pass\n")
+    cold = _run(root)
+    assert [e.path for e in cold.result.errors] == ["bad.py"]
+    runs = _count_propagations(monkeypatch)
+    (root / "bad.py").write_text("def broken(:\n    return 1\n")
+    edited = _run(root)
+    assert edited.files_linted == 1 and runs == []
+    assert _found(edited) == _found(_run(root, cache=False))

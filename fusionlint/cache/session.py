@@ -81,6 +81,7 @@ class CacheSession:
         # that world: one table written per run instead of every entry again
         self._verified: dict[str, tuple[str, str]] = {}
         self._verified_dirty = False
+        self._bodiless: dict[str, str] = {}  # display path -> summary key, for summaries loaded without bodies
         self._entries: dict[str, tuple[str, dict]] = {}  # display path -> (key, entry) loaded this run
         self._state: Optional[dict] = None  # what this run's model is made of (compared by the next run)
         self.facts_reused = False  # the last run's facts held for this run's changed summaries
@@ -294,6 +295,7 @@ class CacheSession:
         found, self._summary_digests[shown] = summary
         if found is not None:
             found.text_hash = 0  # not this text's hash until read_late sets it
+            self._bodiless[shown] = self._summary_key(f)
             model.add_summary(found)
         else:
             model.remove(shown)
@@ -329,6 +331,8 @@ class CacheSession:
         the one computed over exactly these summaries, else the last run's when what changed since
         is nothing the propagation reads (``_compare_with_last_run``)."""
         model.name_index = index
+        # whenever the propagation runs (runner.run, or later in a worker): it reads the bodies
+        model.before_propagation = lambda: self._bodies_for_propagation(model)
         for f in list(self.files.values()):
             if model.has(f.shown) or f.linted or f.path.suffix != ".py":
                 continue
@@ -377,6 +381,12 @@ class CacheSession:
             if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] is not None):
                 return None
             old = cached[0]
+            if not self._fill_bodies(old, self._summary_key(dataclasses.replace(f, digest=old_content))):
+                return None
+            if shown in self._bodiless:
+                if not self._fill_bodies(now, self._bodiless[shown]):
+                    return None
+                del self._bodiless[shown]
             if facts_hold:
                 entered = frozenset(q for m, q in saved["facts"] if m == old.module)
                 probed = saved["probes"].get(old.module, frozenset())
@@ -388,7 +398,8 @@ class CacheSession:
         return last.get("world"), facts, facts_hold and classes_hold and last.get("world") is not None
 
     def _summary_key(self, f: _File) -> str:
-        return digest(repr((self.config_code, f.digest, f.module)).encode("utf-8", "surrogatepass"))
+        # "bodies apart": summaries stored whole by an earlier layout must not be taken for shapes
+        return digest(repr((self.config_code, f.digest, f.module, "bodies apart")).encode("utf-8", "surrogatepass"))
 
     @property
     def config_code(self) -> str:
@@ -407,6 +418,7 @@ class CacheSession:
             if summary is not None:
                 if text is not None:
                     summary.text_hash = hash(text)  # str hashes differ per process: the model compares them
+                self._bodiless[shown] = key
                 model.add_summary(summary)
             return
         if text is None:
@@ -419,7 +431,37 @@ class CacheSession:
         summary = model.files.get(shown)
         stored = None if summary is None else dataclasses.replace(summary, text_hash=0)
         self._summary_digests[shown] = _summary_digest(stored)
-        self.store.save("summaries", key, (stored, self._summary_digests[shown]))
+        # the function bodies apart: only a propagation reads them, and they are most of a summary's
+        # loading time (a run that reuses the last propagation never loads them)
+        self.store.save("summaries", key, (_without_bodies(stored), self._summary_digests[shown]))
+        if stored is not None:
+            self.store.save("bodies", key, _bodies(stored))
+
+    def _fill_bodies(self, summary, key: str) -> bool:
+        """Put the cached function bodies back into a summary loaded without them."""
+        bodies = self.store.load("bodies", key)
+        if not (isinstance(bodies, dict) and bodies.keys() == summary.functions.keys()):
+            return False
+        for qualname, (calls, returns, tensor_uses) in bodies.items():
+            fn = summary.functions[qualname]
+            fn.calls, fn.returns, fn.tensor_uses = calls, returns, tensor_uses
+        return True
+
+    def _bodies_for_propagation(self, model) -> None:
+        """Every summary whole before the propagation runs: bodies from the cache, else the file read
+        and summarised again (a missing or damaged bodies file), else the file left out as unreadable."""
+        for shown, key in list(self._bodiless.items()):
+            summary = model.files.get(shown)
+            if summary is not None and not self._fill_bodies(summary, key):
+                f = self.files.get(shown)
+                model.remove(shown)
+                try:
+                    with open(f.path, "rb") as fh:
+                        text, _ = decode_source(fh.read(DEFAULT_MAX_BYTES + 1))
+                except (OSError, SourceError, AttributeError):
+                    continue
+                model.add(shown, f.path, text)
+        self._bodiless.clear()
 
     def propagate(self, model) -> None:
         """Compute the propagated facts now (before workers fork) and keep them for the next run."""
@@ -454,6 +496,18 @@ class CacheSession:
             self.store.save_file(self.store.base / "manifest.pickle", self._manifest)
         if self._verified_dirty:
             self.store.save_file(self.store.base / "verified.pickle", self._verified)
+
+
+def _without_bodies(summary):
+    if summary is None:
+        return None
+    functions = {q: dataclasses.replace(fn, calls=[], returns=(), tensor_uses=frozenset())
+                 for q, fn in summary.functions.items()}
+    return dataclasses.replace(summary, functions=functions)
+
+
+def _bodies(summary) -> dict:
+    return {q: (fn.calls, fn.returns, fn.tensor_uses) for q, fn in summary.functions.items()}
 
 
 def _is_facts(saved) -> bool:

@@ -11,7 +11,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
@@ -78,6 +78,9 @@ class Project:
         # (found or not); kept with its facts (``propagation_view``)
         self._probing: Optional[dict[str, set[str]]] = None
         self._probes: Optional[dict[str, frozenset[str]]] = None
+        # called before the propagation runs: the findings cache loads summaries without their
+        # function bodies (fusionlint/cache/session.py) and puts them back only when they are read
+        self.before_propagation: Optional[Callable[[], None]] = None
         self._name_generation = -1  # the name index's generation the caches below were built on
 
     # -- building -------------------------------------------------------------------------------
@@ -91,6 +94,8 @@ class Project:
         else:
             module, is_package = module_name(path if path is not None else Path(shown))
         summary = summarize(text, shown, module, is_package, previous=old, keep_units=self.keep_units)
+        if old is None and summary is None:
+            return  # unparsable before and now: nothing the derived facts read has changed
         if old is not None:
             self.modules.pop(old.module, None)
             del self.files[shown]
@@ -313,6 +318,8 @@ class Project:
         so that it is computed once and shared, not once in every worker."""
         self._fresh()
         if self._facts is None:
+            if self.before_propagation is not None:
+                self.before_propagation()
             self._probing = {}
             try:
                 self._facts = _Propagation(self).run()
