@@ -9,6 +9,8 @@ then each run is a fresh process calling ``fusionlint.runner.run`` with the cach
 - cold: no cache directory; warm: the same tree again;
 - edit (comment): a comment appended to one model file (its ``ast`` summary stays the same, so the
   cached propagation is reused);
+- edit (function appended): a new function at the end of ``timm/layers/mlp.py`` (a module much of
+  timm imports; its summary changes, but not in anything the propagation reads): that file alone;
 - edit (base class): a line inserted at the top of the file that defines a widely used base class
   (every line of it moves, so the attribute facts its subclasses read change): that file plus
   the files whose questions now get other answers are linted again.
@@ -42,20 +44,25 @@ from fusionlint.runner import RunOptions, run
 def cpu():
     a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
-root, jobs = Path(sys.argv[1]), int(sys.argv[2])
+root, jobs, cache = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "cache"
 c0, t1 = cpu(), time.perf_counter()
-out = run([str(root)], load_settings(root), RunOptions(jobs=jobs, cache=True))  # as the CLI does
+out = run([str(root)], load_settings(root), RunOptions(jobs=jobs, cache=cache))  # as the CLI does
+found = [[f.path, f.line, f.column, f.code, f.message] for f in out.result.findings]
+found += [[e.path, e.line, e.message] for e in out.result.errors]
 print(json.dumps({"wall": time.perf_counter() - t1, "cpu": cpu() - c0, "import": t1 - t0,
                   "linted": out.files_linted, "files": out.result.files_checked,
-                  "findings": len(out.result.findings), "errors": len(out.result.errors)}))
+                  "findings": len(out.result.findings), "errors": len(out.result.errors), "found": found}))
 """
 
 # (file, the base class it defines) tried in this order for the base-class edit
+# the file that gets a function appended
+_APPEND = ["timm/layers/mlp.py", "transformers/modeling_utils.py"]
 _BASES = [("transformers/modeling_utils.py", "PreTrainedModel"), ("timm/layers/mlp.py", "Mlp")]
 
 
-def _one(root: Path, jobs: int) -> dict:
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(root), str(jobs)], capture_output=True, text=True,
+def _one(root: Path, jobs: int, cache: bool = True) -> dict:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(root), str(jobs), "cache" if cache else "no-cache"],
+                          capture_output=True, text=True,
                           check=True, cwd=HERE)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -71,6 +78,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, action="append", help="directory to copy and lint (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="static-pass worker processes")
+    parser.add_argument("--verify", action="store_true",
+                        help="after each edit, also run without the cache and compare every finding and error")
     args = parser.parse_args()
     if args.corpus:
         roots = args.corpus
@@ -93,8 +102,12 @@ def main() -> int:
 
         def row(label: str) -> None:
             r = _one(project, args.jobs)
+            same = ""
+            if args.verify and label.startswith("edit"):
+                same = " (same as --no-cache)" if _one(project, args.jobs, cache=False)["found"] == r["found"] else \
+                    " (DIFFERENT from --no-cache)"
             print(f"| {label} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['linted']:,} | {r['files']:,} | "
-                  f"{r['findings']:,} | {r['errors']} |", flush=True)
+                  f"{r['findings']:,}{same} | {r['errors']} |", flush=True)
 
         row("cold (no cache)")
         row("warm (unchanged tree)")
@@ -107,6 +120,12 @@ def main() -> int:
             fh.write("\n# edited by bench/cache.py\n")
         row(f"edit (comment) {leaf.relative_to(project)}")
         row("warm after the edit")
+        appended = next((project / f for f in _APPEND if (project / f).is_file()), None)
+        if appended is not None:
+            with open(appended, "a", encoding="utf-8") as fh:
+                fh.write("\n\ndef appended_by_bench(x):\n    return x * 2\n")
+            row(f"edit (function appended) {appended.relative_to(project)}")
+            row("warm after the edit")
         base = next(((project / f, c) for f, c in _BASES if (project / f).is_file()), None)
         if base is not None:
             text = base[0].read_text(encoding="utf-8")

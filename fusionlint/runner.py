@@ -107,6 +107,10 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     model = Project()
     for path in files:
         shown = display_path(path, settings.root)
+        if cache is not None and cache.add_unread(model, project, shown, path, reread=_Reread(path)):
+            sources.append(_Source(path, shown, "", None))  # read only if it is linted (below)
+            out.result.paths.append(cache.resolved(path))
+            continue
         try:
             if options.fix:  # taken before reading: a change in between makes the write refuse, never lose it
                 snapshots[path] = Snapshot.take(path)
@@ -134,6 +138,9 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     if cache is not None:  # entries made in another tree whose cross-file facts still hold
         cache.propagate(model)
         served.update(cache.served_after_check([s.path for s in sources if s.path not in served], model, project))
+        sources = [_read_late(cache, model, source, out) if source.text_hash is None and source.path not in served
+                   else source for source in sources]
+        served.update((source.path, source.failed) for source in sources if source.failed is not None)
         cache.instrument(engine)
     may_write = _WritableArea(paths, settings.root)
     # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
@@ -194,7 +201,21 @@ class _Source:
     path: Path
     shown: str
     encoding: str
-    text_hash: int  # of the text the index and the model were built from
+    # of the text the index and the model were built from; None: indexed from the findings cache
+    # without being read (``CacheSession.add_unread``), read before linting by ``_read_late``
+    text_hash: Optional[int]
+    failed: Optional["Run"] = None  # that late read failed: this file's run is its error
+
+
+def _read_late(cache: CacheSession, model: Project, source: _Source, out: Run) -> _Source:
+    try:
+        text, encoding = cache.read_late(model, source.path, source.shown)
+    except (SourceError, OSError) as exc:
+        resolved = cache.resolved(source.path)
+        if resolved in out.result.paths:
+            out.result.paths.remove(resolved)
+        return _Source(source.path, source.shown, "", None, Run(RunResult(errors=[_read_error(source.shown, exc)])))
+    return _Source(source.path, source.shown, encoding, hash(text))
 
 
 class _Reread:

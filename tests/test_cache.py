@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from fusionlint.cache.store import DIRNAME, Store
 from fusionlint.cli import main
 from fusionlint.config import load_settings
+from fusionlint.files import read_source_encoded
 from fusionlint.runner import RunOptions, run
 
 BASE = "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n"
@@ -273,16 +274,240 @@ def test_module_names_are_the_project_models(tmp_path):
         assert session.resolved(path) == str(path.resolve())
 
 
-def test_an_edit_that_leaves_every_summary_alone_reuses_the_propagation(tmp_path, monkeypatch):
+def _count_propagations(monkeypatch) -> list:
     from fusionlint.project import model as model_mod
 
+    runs: list = []
+    real = model_mod._Propagation.run
+    monkeypatch.setattr(model_mod._Propagation, "run", lambda self: runs.append(1) or real(self))
+    return runs
+
+
+def test_an_edit_that_leaves_every_summary_alone_reuses_the_propagation(tmp_path, monkeypatch):
     root = _project(tmp_path)
     _run(root)
     (root / "leaf.py").write_text(LEAF + "# a comment\n")  # the ast summary is the same
-    runs = []
-    real = model_mod._Propagation.run
-    monkeypatch.setattr(model_mod._Propagation, "run", lambda self: runs.append(1) or real(self))
+    runs = _count_propagations(monkeypatch)
     edited = _run(root)
     assert edited.files_linted == 1 and runs == []
-    (root / "leaf.py").write_text("\n" + LEAF)  # every line moves: the summary changes
-    assert _run(root).files_linted == 1 and runs == [1]
+
+
+def test_moving_the_lines_of_a_function_that_is_not_compiled_reuses_the_propagation(tmp_path, monkeypatch):
+    root = _project(tmp_path)
+    _run(root)
+    runs = _count_propagations(monkeypatch)
+    # every line of leaf.py moves and helper's body changes, but nothing compiled calls helper
+    (root / "leaf.py").write_text("\n" + LEAF.replace("x + 1", "x + 2"))
+    edited = _run(root)
+    assert edited.files_linted == 1 and runs == []
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+HELPERS = "import torch\n\n\ndef scale(x):\n    return x * 2\n\n\ndef shift(x):\n    return x + 1\n"
+NET = ("import torch.nn as nn\n\nfrom helpers import scale, shift\n\n\nclass Net(nn.Module):\n"
+       "    def forward(self, x):\n        return scale(x) + shift(x)\n")
+
+
+def test_an_edit_inside_a_compiled_function_propagates_again(tmp_path, monkeypatch):
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    runs = _count_propagations(monkeypatch)
+    (root / "helpers.py").write_text(HELPERS.replace("x + 1", "x.item() + 1"))  # shift is compiled (Net.forward)
+    edited = _run(root)
+    assert runs == [1]
+    assert ("helpers.py", "FL101") in [(f.path, f.code) for f in edited.result.findings]
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_an_edit_that_changes_a_compiled_context_in_another_file_invalidates_that_file(tmp_path):
+    root = _project(tmp_path, helpers=HELPERS.replace("x + 1", "x.item() + 1"), net=NET)
+    first = _run(root)
+    assert ("helpers.py", "FL101") in [(f.path, f.code) for f in first.result.findings]
+    # Net.forward no longer calls shift: shift is not compiled any more, so helpers.py's finding goes,
+    # though helpers.py itself did not change
+    (root / "net.py").write_text(NET.replace("scale(x) + shift(x)", "scale(x)"))
+    edited = _run(root)
+    assert [(f.path, f.code) for f in edited.result.findings if f.path == "helpers.py"] == []
+    assert edited.files_linted == 2  # net.py (new text) and helpers.py (shift's facts changed); not leaf.py
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def _run_in_process(root: Path, seed: str) -> dict:
+    import json
+
+    script = (
+        "import sys, json\nfrom pathlib import Path\nfrom fusionlint.config import load_settings\n"
+        "from fusionlint.runner import RunOptions, run\n"
+        "root = Path(sys.argv[1])\n"
+        "out = run([str(root)], load_settings(root), RunOptions(jobs=1, cache=True))\n"
+        "print(json.dumps({'linted': out.files_linted,\n"
+        "                  'found': [[f.path, f.line, f.code] for f in out.result.findings]}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": seed})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_recorded_answers_are_the_same_in_a_process_with_another_hash_seed(tmp_path):
+    # Net.forward's facts hold a set of two callee names: its digest must not follow the string
+    # hash seed of the process that recorded it, or net.py is linted again after any edit
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    assert _run_in_process(root, "1")["linted"] == 5
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef unused(y):\n    return y\n")
+    edited = _run_in_process(root, "2")
+    assert edited["linted"] == 1
+    assert edited["found"] == [[f.path, f.line, f.code] for f in _run(root, cache=False).result.findings]
+
+
+def test_after_an_edit_only_the_edited_file_is_read(tmp_path, monkeypatch):
+    import builtins
+
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    for path in root.glob("*.py"):
+        os.utime(path, (OLD, OLD))
+    _run(root)
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef unused(y):\n    return y\n")
+    read: list[str] = []
+    real_open = builtins.open
+
+    def recording_open(file, *args, **kwargs):
+        if str(file).endswith(".py"):
+            read.append(Path(file).name)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("fusionlint.cache.session.open", recording_open, raising=False)
+    real_read = read_source_encoded
+
+    def recording_read(path, *args, **kwargs):
+        read.append(Path(path).name)
+        return real_read(path, *args, **kwargs)
+
+    monkeypatch.setattr("fusionlint.runner.read_source_encoded", recording_read)
+    edited = _run(root)
+    assert edited.files_linted == 1
+    assert set(read) == {"helpers.py"}
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_a_file_read_late_that_changed_since_the_scan_is_that_files_error(tmp_path, monkeypatch):
+    from fusionlint.cache.session import CacheSession
+
+    root = _project(tmp_path, helpers=HELPERS.replace("x + 1", "x.item() + 1"), net=NET)
+    for path in root.glob("*.py"):
+        os.utime(path, (OLD, OLD))
+    _run(root)
+    (root / "net.py").write_text(NET.replace("scale(x) + shift(x)", "scale(x)"))  # helpers.py must be linted again
+    real = CacheSession.read_late
+
+    def changed_meanwhile(self, model, path, shown):
+        if shown == "helpers.py":
+            path.write_text(HELPERS)
+        return real(self, model, path, shown)
+
+    monkeypatch.setattr(CacheSession, "read_late", changed_meanwhile)
+    edited = _run(root)
+    assert [(e.path, e.message) for e in edited.result.errors] == [
+        ("helpers.py", "changed while fusionlint was checking it: not checked (run again)")]
+    assert str((root / "helpers.py").resolve()) not in edited.result.paths
+    monkeypatch.undo()
+    again = _run(root)
+    assert again.result.errors == [] and _found(again) == _found(_run(root, cache=False))
+
+
+def test_entries_found_to_hold_are_served_unchecked_by_the_next_run_without_rewriting_them(tmp_path):
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    (root / "leaf.py").write_text(LEAF + "\n\ndef other(y):\n    return y\n")
+    before = {p: p.stat().st_mtime_ns for p in _entries(root)}
+    assert _run(root).files_linted == 1
+    after = {p: p.stat().st_mtime_ns for p in _entries(root)}
+    assert [p for p in before if after.get(p) != before[p]] == []  # only leaf.py's new entry was written
+    assert len(after) == len(before) + 1
+    assert _run(root).files_linted == 0
+
+
+def test_a_new_function_nothing_calls_lints_only_its_file_and_asks_no_model_question_again(tmp_path, monkeypatch):
+    from fusionlint.cache import recording
+
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    runs = _count_propagations(monkeypatch)
+    asked: list[str] = []
+    real_ask = recording._ask
+    monkeypatch.setattr(recording, "_ask", lambda q, m, i: asked.append(q[0]) or real_ask(q, m, i))
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef unused(y):\n    return y\n")
+    edited = _run(root)
+    assert edited.files_linted == 1 and runs == []
+    assert [q for q in asked if q.startswith("model.")] == []  # the model answers as in the last run
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_a_new_function_that_a_call_elsewhere_now_reaches_is_propagated(tmp_path, monkeypatch):
+    # net.py imports and calls `extra`, which helpers.py does not define yet: once it does, it is
+    # compiled (through Net.forward) and its .item() is a finding, though only helpers.py changed
+    net = NET.replace("import scale, shift", "import extra, scale, shift").replace("+ shift(x)", "+ shift(x) + extra(x)")
+    root = _project(tmp_path, helpers=HELPERS, net=net)
+    assert [f for f in _run(root).result.findings if f.path == "helpers.py"] == []
+    runs = _count_propagations(monkeypatch)
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef extra(y):\n    return y.item()\n")
+    edited = _run(root)
+    assert runs == [1]
+    assert ("helpers.py", "FL101") in [(f.path, f.code) for f in edited.result.findings]
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_an_attribute_moved_in_a_base_class_asks_the_subclass_file_again(tmp_path, monkeypatch):
+    from fusionlint.cache import recording
+
+    base = BASE.replace("    pass\n", "    def __init__(self):\n        super().__init__()\n        self.w = 1\n")
+    root = _project(tmp_path, base=base)
+    _run(root)
+    asked: list[tuple] = []
+    real_ask = recording._ask
+    monkeypatch.setattr(recording, "_ask", lambda q, m, i: asked.append(q) or real_ask(q, m, i))
+    (root / "base.py").write_text(base.replace("self.w = 1", "pass\n        self.w = 1"))  # self.w's line moves
+    edited = _run(root)
+    assert ("model.attributes", "sub.py", "Sub") in asked  # its answer holds the attribute's line
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_function_bodies_are_loaded_only_when_the_propagation_runs(tmp_path, monkeypatch):
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    kinds: list[str] = []
+    real = Store.load
+    monkeypatch.setattr(Store, "load", lambda self, kind, key: kinds.append(kind) or real(self, kind, key))
+    (root / "helpers.py").write_text(HELPERS + "\n\ndef unused(y):\n    return y\n")  # the facts hold
+    assert _run(root).files_linted == 1
+    assert kinds.count("summaries") >= 4 and kinds.count("bodies") == 1  # helpers.py's last version, compared
+    kinds.clear()
+    (root / "helpers.py").write_text(HELPERS.replace("x + 1", "x.item() + 1"))  # inside compiled shift
+    edited = _run(root)
+    assert kinds.count("bodies") >= 4  # every other file's, for the propagation
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_damaged_bodies_files_are_summarised_again(tmp_path):
+    root = _project(tmp_path, helpers=HELPERS, net=NET)
+    _run(root)
+    for path in (root / DIRNAME / "static" / "bodies").rglob("*.pickle"):
+        path.write_bytes(path.read_bytes()[:30])
+    (root / "helpers.py").write_text(HELPERS.replace("x + 1", "x.item() + 1"))  # the propagation runs again
+    edited = _run(root)
+    assert ("helpers.py", "FL101") in [(f.path, f.code) for f in edited.result.findings]
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_linting_a_file_that_still_does_not_parse_keeps_the_propagation(tmp_path, monkeypatch):
+    root = _project(tmp_path, bad="def broken(:\n    pass\n")
+    cold = _run(root)
+    assert [e.path for e in cold.result.errors] == ["bad.py"]
+    runs = _count_propagations(monkeypatch)
+    (root / "bad.py").write_text("def broken(:\n    return 1\n")
+    edited = _run(root)
+    assert edited.files_linted == 1 and runs == []
+    assert _found(edited) == _found(_run(root, cache=False))

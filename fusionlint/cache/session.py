@@ -32,12 +32,15 @@ from typing import Optional
 import fusionlint
 from fusionlint.cache.recording import RecordingIndex, RecordingModel, Recorder, still_holds
 from fusionlint.cache.store import FORMAT, Store, digest
+from fusionlint.project.model import class_view, propagation_view
 from fusionlint.project.scope import index_scope
 from fusionlint.files import (
     DEFAULT_MAX_BYTES, SourceError, UsageError, decode_source, discover, display_path, read_source_encoded,
 )
 from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, RunResult
 
+# More changed summaries than this: propagate again rather than compare each with its last version
+_MAX_CHANGED_SUMMARIES = 16
 _RACY_NS = 2_000_000_000  # files younger than this are hashed again next run (see the module doc)
 
 
@@ -72,12 +75,28 @@ class CacheSession:
         self._facts_key: Optional[str] = None
         self._facts_loaded = False
         self.unreadable: set[Path] = set()  # served files whose entry is a read error (not in result.paths)
+        self._trusted: set[str] = set()  # files whose digest came from an unchanged stat (not read this run)
+        self._previous: dict[str, str] = {}  # display path -> content digest of the last run, where it changed
+        # display path -> (entry key, world) of the entry whose questions were last found to hold in
+        # that world: one table written per run instead of every entry again
+        self._verified: dict[str, tuple[str, str]] = {}
+        self._verified_dirty = False
+        self._bodiless: dict[str, str] = {}  # display path -> summary key, for summaries loaded without bodies
+        self._entries: dict[str, tuple[str, dict]] = {}  # display path -> (key, entry) loaded this run
+        self._state: Optional[dict] = None  # what this run's model is made of (compared by the next run)
+        self.facts_reused = False  # the last run's facts held for this run's changed summaries
+        # the last run's world, when every model question gets the answer it got in that world: an
+        # entry found to hold there needs only its name-index questions asked again
+        self.model_same_since: Optional[str] = None
+        self.questions: dict[tuple, str] = {}  # question -> digest of its answer in this run's model
 
     # -- 1. what the tree is now --------------------------------------------------------------------
     def scan(self, linted: list[Path], given: list[str]) -> None:
         """Digest every project file (the linted ones, then every Python file under the root)."""
         manifest = self.store.load_file(self.store.base / "manifest.pickle")
         self._manifest = manifest if isinstance(manifest, dict) else {}
+        verified = self.store.load_file(self.store.base / "verified.pickle")
+        self._verified = verified if isinstance(verified, dict) else {}
         root = self.settings.root
         for path in linted:
             shown = self.shown[path] = display_path(path, root)
@@ -111,6 +130,7 @@ class CacheSession:
             return None
         known = self._manifest.get(shown)
         if known is not None and known[:3] == (st.st_size, st.st_mtime_ns, st.st_ino):
+            self._trusted.add(shown)
             return known[3]
         if st.st_size > DEFAULT_MAX_BYTES:
             return None
@@ -120,6 +140,8 @@ class CacheSession:
         except OSError:
             return None
         found = digest(data)
+        if known is not None and known[3] != found:
+            self._previous[shown] = known[3]
         if time.time_ns() - st.st_mtime_ns > _RACY_NS:
             self._manifest[shown] = (st.st_size, st.st_mtime_ns, st.st_ino, found)
         else:
@@ -169,18 +191,26 @@ class CacheSession:
         f = self.files.get(shown)
         if f is None or f.digest is None:
             return None
-        entry = self.store.load("findings", self._entry_key(f))
+        key = self._entry_key(f)
+        loaded = self._entries.get(shown)
+        if loaded is not None and loaded[0] == key:
+            return loaded[1]
+        entry = self.store.load("findings", key)
         if not (isinstance(entry, dict) and {"world", "reads", "run"} <= entry.keys()):
             return None
+        self._entries[shown] = (key, entry)
         return entry
 
     def served_as_is(self, linted: list[Path]) -> dict[Path, object]:
-        """The runs of the linted files whose entry was made in this very world."""
+        """The runs of the linted files whose entry was made, or last found to hold, in this very world."""
         out = {}
         self.unreadable = set()
         for path in linted:
-            entry = self._entry(self.shown[path])
-            if entry is not None and entry["world"] == self.world and self.world is not None:
+            shown = self.shown[path]
+            entry = self._entry(shown)
+            if entry is None or self.world is None:
+                continue
+            if entry["world"] == self.world or self._verified.get(shown) == (self._entries[shown][0], self.world):
                 out[path] = entry["run"]
                 if entry.get("unreadable"):
                     self.unreadable.add(path)
@@ -198,11 +228,19 @@ class CacheSession:
         for path in pending:
             shown = self.shown[path]
             entry = self._entry(shown)
-            if entry is None or entry.get("unreadable") or not still_holds(entry["reads"], model, index):
+            if entry is None or entry.get("unreadable"):
+                continue
+            reads = entry["reads"]
+            key, stamp = self._entries[shown][0], self._verified.get(shown)
+            worlds = {entry["world"], stamp[1] if stamp is not None and stamp[0] == key else None}
+            if self.model_same_since is not None and self.model_same_since in worlds:
+                reads = [read for read in reads if not read[0][0].startswith("model.")]  # answered as then
+            if not still_holds(reads, model, index, self.questions):
                 continue
             out[path] = entry["run"]
-            if self.world is not None:  # stamp it: the next run of this tree serves it unchecked
-                self.store.save("findings", self._entry_key(self.files[shown]), {**entry, "world": self.world})
+            if self.world is not None:  # the next run of this tree serves it unchecked
+                self._verified[shown] = (self._entries[shown][0], self.world)
+                self._verified_dirty = True
         return out
 
     def read(self, path: Path, shown: str) -> tuple[str, str]:
@@ -241,6 +279,46 @@ class CacheSession:
         if key is not None and index.scanned(shown) is not None:
             self.store.save("scans", key, (index.scanned(shown),))
 
+    def add_unread(self, model, index, shown: str, path: Path, reread=None) -> bool:
+        """Index and summarise a linted file without reading it, when its stat is the one of the last
+        run and both its name-index scan and its summary are cached; False: read it as usual.
+        Such a file's text is read only if it has to be linted after all (``read_late``)."""
+        f = self.files.get(shown)
+        if f is None or f.digest is None or shown not in self._trusted:
+            return False
+        scan = self.store.load("scans", digest(f"{self.config_code}\0{f.digest}".encode()))
+        summary = self.store.load("summaries", self._summary_key(f))
+        if not (isinstance(scan, tuple) and len(scan) == 1 and isinstance(summary, tuple) and len(summary) == 2):
+            return False
+        index.update_file(shown, "", reread, facts=scan[0])  # the text is not kept when reread is given
+        model.name_index = index
+        found, self._summary_digests[shown] = summary
+        if found is not None:
+            found.text_hash = 0  # not this text's hash until read_late sets it
+            self._bodiless[shown] = self._summary_key(f)
+            model.add_summary(found)
+        else:
+            model.remove(shown)
+        return True
+
+    def read_late(self, model, path: Path, shown: str) -> tuple[str, str]:
+        """The text of a file indexed by ``add_unread`` that is to be linted now: checked against the
+        digest it was indexed with, and marked in the model as the text its summary was made from."""
+        f = self.files.get(shown)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(DEFAULT_MAX_BYTES + 1)
+        except OSError:
+            data = None
+        if data is None or len(data) > DEFAULT_MAX_BYTES or f is None or digest(data) != f.digest:
+            self.world = None
+            raise SourceError("changed while fusionlint was checking it: not checked (run again)")
+        text, encoding = decode_source(data)
+        summary = model.files.get(shown)
+        if summary is not None:
+            summary.text_hash = hash(text)
+        return text, encoding
+
     def add_linted(self, model, index, shown: str, path: Path, text: str) -> None:
         """``model.add`` for a linted file as the run reads it (texts are not kept: the run streams),
         from its cached summary where the content is unchanged."""
@@ -249,8 +327,12 @@ class CacheSession:
 
     def finish_model(self, model, index) -> None:
         """Fill ``model`` as ``runner._semantic_model`` does after the linted files (the rest of the
-        project), from cached summaries where the content is unchanged, and load the propagation."""
+        project), from cached summaries where the content is unchanged, and load the propagation:
+        the one computed over exactly these summaries, else the last run's when what changed since
+        is nothing the propagation reads (``_compare_with_last_run``)."""
         model.name_index = index
+        # whenever the propagation runs (runner.run, or later in a worker): it reads the bodies
+        model.before_propagation = lambda: self._bodies_for_propagation(model)
         for f in list(self.files.values()):
             if model.has(f.shown) or f.linted or f.path.suffix != ".py":
                 continue
@@ -260,13 +342,64 @@ class CacheSession:
         keys = [(shown, self._summary_digests.get(shown) or _summary_digest(s)) for shown, s in model.files.items()]
         bases = sorted((name, tuple(b)) for name, b in index.class_bases.items())
         self._facts_key = digest(repr((self.config, keys, bases)).encode("utf-8", "surrogatepass"))
-        facts = self.store.load("facts", self._facts_key)
-        if isinstance(facts, dict):
-            model.import_facts(facts)
+        self._state = {"config": self.config, "key": self._facts_key, "bases": bases, "world": self.world,
+                       "files": [(shown, d, self.files[shown].digest if shown in self.files else None)
+                                 for shown, d in keys]}
+        last = self._compare_with_last_run(model, keys, bases)
+        saved = self.store.load("facts", self._facts_key)
+        if _is_facts(saved):
+            model.import_facts(saved["facts"], saved["probes"])
             self._facts_loaded = True
+        elif last is not None and last[1] is not None:
+            model.import_facts(*last[1])
+            self._facts_loaded = self.facts_reused = True
+            self.store.save("facts", self._facts_key, {"facts": last[1][0], "probes": last[1][1]})
+        if last is not None and last[2]:
+            self.model_same_since = last[0]
+
+    def _compare_with_last_run(self, model, keys, bases):
+        """(last run's world, its (facts, probes) if they hold for this run's summaries, whether every
+        model question gets the answer it got then), or None when the last run's model is not
+        comparable: other settings, other files or file order, other regex-index classes, or more
+        than a few summaries changed."""
+        last = self.store.load_file(self.store.base / "state.pickle")
+        if not (isinstance(last, dict) and last.get("config") == self.config and last.get("bases") == bases):
+            return None
+        before = last.get("files")
+        if not isinstance(before, list) or [row[0] for row in before] != [shown for shown, _ in keys]:
+            return None
+        changed = [(shown, old_content) for (shown, d), (_, old_d, old_content) in zip(keys, before) if d != old_d]
+        if len(changed) > _MAX_CHANGED_SUMMARIES:
+            return None
+        saved = self.store.load("facts", last.get("key")) if isinstance(last.get("key"), str) else None
+        facts_hold, classes_hold = _is_facts(saved), True
+        for shown, old_content in changed:
+            f, now = self.files.get(shown), model.files.get(shown)
+            cached = None
+            if f is not None and now is not None and old_content is not None:
+                cached = self.store.load("summaries", self._summary_key(dataclasses.replace(f, digest=old_content)))
+            if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] is not None):
+                return None
+            old = cached[0]
+            if not self._fill_bodies(old, self._summary_key(dataclasses.replace(f, digest=old_content))):
+                return None
+            if shown in self._bodiless:
+                if not self._fill_bodies(now, self._bodiless[shown]):
+                    return None
+                del self._bodiless[shown]
+            if facts_hold:
+                entered = frozenset(q for m, q in saved["facts"] if m == old.module)
+                probed = saved["probes"].get(old.module, frozenset())
+                facts_hold = propagation_view(old, entered, probed) == propagation_view(now, entered, probed)
+            classes_hold = classes_hold and class_view(old, model.modules) == class_view(now, model.modules)
+        facts = (saved["facts"], saved["probes"]) if facts_hold else None
+        # the facts answer function_facts/has_compiled, the classes class_kind/attributes, the same
+        # files in the same order has/summary
+        return last.get("world"), facts, facts_hold and classes_hold and last.get("world") is not None
 
     def _summary_key(self, f: _File) -> str:
-        return digest(repr((self.config_code, f.digest, f.module)).encode("utf-8", "surrogatepass"))
+        # "bodies apart": summaries stored whole by an earlier layout must not be taken for shapes
+        return digest(repr((self.config_code, f.digest, f.module, "bodies apart")).encode("utf-8", "surrogatepass"))
 
     @property
     def config_code(self) -> str:
@@ -285,6 +418,7 @@ class CacheSession:
             if summary is not None:
                 if text is not None:
                     summary.text_hash = hash(text)  # str hashes differ per process: the model compares them
+                self._bodiless[shown] = key
                 model.add_summary(summary)
             return
         if text is None:
@@ -297,15 +431,47 @@ class CacheSession:
         summary = model.files.get(shown)
         stored = None if summary is None else dataclasses.replace(summary, text_hash=0)
         self._summary_digests[shown] = _summary_digest(stored)
-        self.store.save("summaries", key, (stored, self._summary_digests[shown]))
+        # the function bodies apart: only a propagation reads them, and they are most of a summary's
+        # loading time (a run that reuses the last propagation never loads them)
+        self.store.save("summaries", key, (_without_bodies(stored), self._summary_digests[shown]))
+        if stored is not None:
+            self.store.save("bodies", key, _bodies(stored))
+
+    def _fill_bodies(self, summary, key: str) -> bool:
+        """Put the cached function bodies back into a summary loaded without them."""
+        bodies = self.store.load("bodies", key)
+        if not (isinstance(bodies, dict) and bodies.keys() == summary.functions.keys()):
+            return False
+        for qualname, (calls, returns, tensor_uses) in bodies.items():
+            fn = summary.functions[qualname]
+            fn.calls, fn.returns, fn.tensor_uses = calls, returns, tensor_uses
+        return True
+
+    def _bodies_for_propagation(self, model) -> None:
+        """Every summary whole before the propagation runs: bodies from the cache, else the file read
+        and summarised again (a missing or damaged bodies file), else the file left out as unreadable."""
+        for shown, key in list(self._bodiless.items()):
+            summary = model.files.get(shown)
+            if summary is not None and not self._fill_bodies(summary, key):
+                f = self.files.get(shown)
+                model.remove(shown)
+                try:
+                    with open(f.path, "rb") as fh:
+                        text, _ = decode_source(fh.read(DEFAULT_MAX_BYTES + 1))
+                except (OSError, SourceError, AttributeError):
+                    continue
+                model.add(shown, f.path, text)
+        self._bodiless.clear()
 
     def propagate(self, model) -> None:
         """Compute the propagated facts now (before workers fork) and keep them for the next run."""
         model.propagate()
         if not self._facts_loaded and self._facts_key is not None:
-            facts = model.export_facts()
-            if facts is not None:
-                self.store.save("facts", self._facts_key, facts)
+            facts, probes = model.export_facts(), model.export_probes()
+            if facts is not None and probes is not None:
+                self.store.save("facts", self._facts_key, {"facts": facts, "probes": probes})
+        if self._state is not None and _is_facts(self.store.load("facts", self._facts_key)):
+            self.store.save_file(self.store.base / "state.pickle", self._state)  # the next run compares with it
 
     # -- 4. linting with the questions recorded ---------------------------------------------------------
     def instrument(self, engine) -> None:
@@ -328,6 +494,24 @@ class CacheSession:
     def finish(self) -> None:
         if self._manifest_dirty:
             self.store.save_file(self.store.base / "manifest.pickle", self._manifest)
+        if self._verified_dirty:
+            self.store.save_file(self.store.base / "verified.pickle", self._verified)
+
+
+def _without_bodies(summary):
+    if summary is None:
+        return None
+    functions = {q: dataclasses.replace(fn, calls=[], returns=(), tensor_uses=frozenset())
+                 for q, fn in summary.functions.items()}
+    return dataclasses.replace(summary, functions=functions)
+
+
+def _bodies(summary) -> dict:
+    return {q: (fn.calls, fn.returns, fn.tensor_uses) for q, fn in summary.functions.items()}
+
+
+def _is_facts(saved) -> bool:
+    return isinstance(saved, dict) and isinstance(saved.get("facts"), dict) and isinstance(saved.get("probes"), dict)
 
 
 def _summary_digest(summary) -> str:

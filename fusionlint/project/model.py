@@ -11,7 +11,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
@@ -74,6 +74,13 @@ class Project:
         self._class_memo: dict = {}
         # the run's regex name index (fusionlint.analysis.project): the last fallback for a base's kind
         self.name_index = None
+        # while the propagation runs: module -> qualnames of its functions the propagation looked up
+        # (found or not); kept with its facts (``propagation_view``)
+        self._probing: Optional[dict[str, set[str]]] = None
+        self._probes: Optional[dict[str, frozenset[str]]] = None
+        # called before the propagation runs: the findings cache loads summaries without their
+        # function bodies (fusionlint/cache/session.py) and puts them back only when they are read
+        self.before_propagation: Optional[Callable[[], None]] = None
         self._name_generation = -1  # the name index's generation the caches below were built on
 
     # -- building -------------------------------------------------------------------------------
@@ -87,6 +94,8 @@ class Project:
         else:
             module, is_package = module_name(path if path is not None else Path(shown))
         summary = summarize(text, shown, module, is_package, previous=old, keep_units=self.keep_units)
+        if old is None and summary is None:
+            return  # unparsable before and now: nothing the derived facts read has changed
         if old is not None:
             self.modules.pop(old.module, None)
             del self.files[shown]
@@ -115,11 +124,20 @@ class Project:
         """The propagated facts, if computed (to be saved and handed to ``import_facts`` later)."""
         return self._facts
 
-    def import_facts(self, facts: dict[tuple[str, str], FunctionFacts]) -> None:
+    def export_probes(self) -> Optional[dict[str, frozenset[str]]]:
+        """The functions the propagation looked up, by module (with the facts: ``propagation_view``)."""
+        return self._probes if self._facts is not None else None
+
+    def import_facts(self, facts: dict[tuple[str, str], FunctionFacts], probes: Optional[dict] = None) -> None:
         """Take propagated facts computed earlier over exactly these summaries and name index."""
         self._forget()
         self._name_generation = getattr(self.name_index, "generation", 0)
         self._facts = facts
+        self._probes = probes
+
+    def _probe(self, summary: FileSummary, qualname: str) -> None:
+        if self._probing is not None:
+            self._probing.setdefault(summary.module, set()).add(qualname)
     # -- end hooks
 
     def _forget(self) -> None:
@@ -183,8 +201,10 @@ class Project:
             if len(rest) == 1:
                 return ("class", summary, cls)
             if len(rest) == 2 and rest[1] in cls.methods:
+                self._probe(summary, cls.methods[rest[1]])
                 return ("function", summary, summary.functions[cls.methods[rest[1]]])
             return None
+        self._probe(summary, head)
         fn = summary.functions.get(head)
         if fn is not None and len(rest) == 1:
             return ("function", summary, fn)
@@ -312,6 +332,7 @@ class Project:
     def method(self, summary: FileSummary, cls: ClassSummary, name: str, skip_self: bool = False):
         for s, c in self.mro(summary, cls)[1 if skip_self else 0 :]:
             if name in c.methods:
+                self._probe(s, c.methods[name])
                 return s, s.functions[c.methods[name]]
         return None
 
@@ -321,7 +342,14 @@ class Project:
         so that it is computed once and shared, not once in every worker."""
         self._fresh()
         if self._facts is None:
-            self._facts = _Propagation(self).run()
+            if self.before_propagation is not None:
+                self.before_propagation()
+            self._probing = {}
+            try:
+                self._facts = _Propagation(self).run()
+                self._probes = {module: frozenset(names) for module, names in self._probing.items()}
+            finally:
+                self._probing = None
 
     def function_facts(self, shown: str, qualname: str) -> Optional[FunctionFacts]:
         self.propagate()
@@ -369,6 +397,7 @@ class _Propagation:
         return self.facts
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
+        self.p._probe(summary, fn.qualname)
         if any(d in _DISABLE_DECORATORS for d in fn.decorators):
             return None
         key = (summary.module, fn.qualname)
@@ -395,6 +424,7 @@ class _Propagation:
             if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
                 self._enter(summary, fn, (fn.qualname,), "compiled")
         for target in summary.compile_targets:
+            self.p._probe(summary, target)
             fn = summary.functions.get(target)
             if fn is not None:
                 self._enter(summary, fn, (fn.qualname,), "compiled")
@@ -444,6 +474,8 @@ class _Propagation:
                 return None
             return self._attribute_call(summary, cls, site.target)
         if site.how == "name":
+            p._probe(summary, f"{fn.qualname}.<locals>.{site.target}")
+            p._probe(summary, site.target)
             local = summary.functions.get(f"{fn.qualname}.<locals>.{site.target}") or (
                 summary.functions.get(site.target) if site.target not in summary.aliases else None
             )
@@ -514,6 +546,51 @@ class _Propagation:
             return False
         found = self._callee(summary, fn, site)
         return found is not None and (found[0].module, found[1].qualname) in self.returns
+
+
+def propagation_view(summary: FileSummary, entered: frozenset[str], probed: frozenset[str]) -> tuple:
+    """What ``_Propagation`` (and the class lookups it makes) reads of one file, given the qualnames
+    of this file's functions it entered and those it looked up (found or not, ``Project._probe``):
+    two summaries with the same view over the same other files give the same propagated facts.
+
+    By induction over its steps: it reads every file's module name, imports, classes (bases,
+    methods, attribute kinds and constructors, decorators) and compile targets; of functions, the
+    top-level ones under ``torch.compile`` (entry points) and those it looked up by name, their
+    signature; the bodies (call sites, returns, names used as tensors) only of the functions it
+    entered; definition lines never. So an edit inside a function that is not compiled, a new
+    function nothing calls, or lines moved below the last compiled function keep the facts
+    (fusionlint.cache reuses them instead of propagating again)."""
+    classes = [
+        (c.name, tuple(c.bases), tuple(c.methods.items()), tuple(c.decorators),
+         tuple((attr, tuple((f.kind, f.ctor, f.method, f.elements) for f in facts)) for attr, facts in c.attrs.items()))
+        for c in summary.classes.values()
+    ]
+    functions = [
+        (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
+         (tuple(fn.calls), fn.returns, fn.tensor_uses) if fn.qualname in entered else None)
+        for fn in summary.functions.values()
+        if fn.qualname in entered or fn.qualname in probed
+        or (fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators))
+    ]
+    return (summary.path, summary.module, summary.is_package, tuple(summary.aliases.items()), classes, functions,
+            frozenset(summary.compile_targets))
+
+
+def class_view(summary: FileSummary, modules: dict) -> tuple:
+    """What the class questions (``Project.class_kind``, ``attributes``, ``mro``, ``subclasses``) read
+    of one file: its module, imports and classes whole (attribute lines included: they are in the
+    answers). Functions only where one changes what a dotted name resolves to (``_in_file`` finds a
+    function before an import or a submodule of the same name)."""
+    classes = [
+        (c.name, tuple(c.bases), tuple(c.methods.items()), tuple(c.decorators), c.line,
+         tuple((attr, tuple(facts)) for attr, facts in c.attrs.items()))
+        for c in summary.classes.values()
+    ]
+    shadowing = sorted(
+        name for name in summary.functions
+        if "." not in name and (name in summary.aliases or f"{summary.module}.{name}" in modules)
+    )
+    return (summary.path, summary.module, summary.is_package, tuple(summary.aliases.items()), classes, shadowing)
 
 
 def _uses_call_results(fn: FunctionSummary) -> bool:
