@@ -17,7 +17,7 @@ class SideEffectInCompiledCode(Rule):
     message = "side effect Dynamo cannot trace inside compiled code: graph break"
     effects = (Effect.GRAPH_BREAK,)
     fix_applicability = Applicability.UNSAFE
-    triggers = ("print", "logging", "Logger", "logger", "time", "warn", "breakpoint", "set_trace", "synchronize", ".write(")
+    triggers = ("print", "logging", "Logger", "logger", "log.", "LOG.", "time", "warn", "breakpoint", "set_trace", "synchronize", ".write(")
     gb_ids = ("GB0059", "GB0007", "GB0291", "GB4841", "GB0156")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """

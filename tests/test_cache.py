@@ -511,3 +511,22 @@ def test_linting_a_file_that_still_does_not_parse_keeps_the_propagation(tmp_path
     edited = _run(root)
     assert edited.files_linted == 1 and runs == []
     assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_a_logger_imported_from_another_file_is_cached_and_its_edit_seen(tmp_path):
+    # FL104 asks the model whether `log` (imported from logs.py) is a logger; the answer is recorded, so
+    # the file stays cacheable, and turning logs.py's logger into something else changes the finding
+    logs = "import logging\n\nlog = logging.getLogger(__name__)\n"
+    user = (
+        "import torch.nn as nn\nfrom logs import log\n\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+        "        log.info('step')\n        return x\n"
+    )
+    root = _project(tmp_path, logs=logs, user=user)
+    first = _run(root)
+    assert ("user.py", "FL104") in [(f.path, f.code) for f in first.result.findings]
+    again = _run(root)
+    assert again.files_linted == 0 and _found(again) == _found(first)
+    (root / "logs.py").write_text("class _Quiet:\n    def info(self, *a):\n        pass\n\n\nlog = _Quiet()\n")
+    edited = _run(root)
+    assert ("user.py", "FL104") not in [(f.path, f.code) for f in edited.result.findings]
+    assert _found(edited) == _found(_run(root, cache=False))

@@ -116,6 +116,9 @@ class RecordingModel:
     def function_facts(self, shown: str, qualname: str):
         return self._rec.log(("model.function_facts", shown, qualname), self._model.function_facts(shown, qualname))
 
+    def binds_logger(self, qual: str) -> bool:
+        return self._rec.log(("model.binds_logger", qual), self._model.binds_logger(qual))
+
     def __getattr__(self, name: str):
         self._rec.unknown(f"model.{name}")
         return getattr(self._model, name)
@@ -270,6 +273,7 @@ _QUESTIONS: dict[str, Callable] = {
     "model.class_kind": lambda m, i, path, name: m.class_kind(*_class_of(m, path, name)),
     "model.attributes": lambda m, i, path, name: m.attributes(*_class_of(m, path, name)),
     "model.function_facts": lambda m, i, shown, qual: m.function_facts(shown, qual),
+    "model.binds_logger": lambda m, i, qual: m.binds_logger(qual),
     "index.class_kind": lambda m, i, name: i.class_kind(name),
     "index.python_number_uses": lambda m, i, attr: i.python_number_uses(attr),
     "index.file_mentions": lambda m, i, path, cls: i.file_mentions(path, cls),

@@ -392,8 +392,10 @@ class CacheSession:
                 probed = saved["probes"].get(old.module, frozenset())
                 facts_hold = propagation_view(old, entered, probed) == propagation_view(now, entered, probed)
             classes_hold = classes_hold and class_view(old, model.modules) == class_view(now, model.modules)
+            # `binds_logger` answers come from the module-level loggers and the imports (re-exports)
+            classes_hold = classes_hold and (old.loggers, old.aliases) == (now.loggers, now.aliases)
         facts = (saved["facts"], saved["probes"]) if facts_hold else None
-        # the facts answer function_facts/has_compiled, the classes class_kind/attributes, the same
+        # the facts answer function_facts/has_compiled, the classes class_kind/attributes (and the loggers and imports binds_logger), the same
         # files in the same order has/summary
         return last.get("world"), facts, facts_hold and classes_hold and last.get("world") is not None
 
