@@ -18,6 +18,7 @@ _METHODS = {
     "share_memory_": ("GB0117", "`Tensor.share_memory_()` is not supported"),
     "retain_grad": ("GB0108", "`Tensor.retain_grad()` does not work with AOTDispatcher"),
     "backward": ("GB0123", "`Tensor.backward()` is not traced"),
+    "to_sparse": ("GB0015", "a sparse tensor cannot be traced"),
 }
 # Factory functions whose `requires_grad=True` Dynamo refuses (GB0225; measured: ones, tensor).
 _FACTORIES = frozenset(
@@ -28,6 +29,19 @@ _FACTORIES = frozenset(
     ).split()
 )
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# torch.nn modules whose constructor makes parameters (by default): building one in compiled code runs
+# `nn.Parameter(...)`, measured GB0264 for nn.Linear, nn.Conv2d, nn.LayerNorm (torch 2.13 CPU);
+# parameter-free ones (nn.Softmax, nn.Upsample, nn.Dropout) trace. keyword -> value that drops the parameters.
+_PARAM_MODULES: dict[str, tuple[str, ...]] = {
+    **{n: ("bias",) for n in ("Linear", "Bilinear", "LazyLinear")},
+    **{f"{kind}{d}d": () for kind in ("Conv", "ConvTranspose", "LazyConv", "LazyConvTranspose") for d in (1, 2, 3)},
+    **{n: ("elementwise_affine",) for n in ("LayerNorm", "RMSNorm")},
+    **{n: ("affine",) for n in ("GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
+    **{n: () for n in ("Embedding", "EmbeddingBag", "MultiheadAttention", "PReLU")},
+}
+# Tensor attributes with C setters Dynamo does not model (measured GB0058: `.real`, `.imag`).
+_SETTER_ATTRS = frozenset({"real", "imag"})
+_COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 
 def _is_true(expr: cst.BaseExpression) -> bool:
@@ -45,18 +59,22 @@ class UntraceableTensorCall(Rule):
     effects = (Effect.GRAPH_BREAK,)
     triggers = (
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
-        "Parameter", "repr(", "jit.isinstance", "torch.jit import",
+        "Parameter", "repr(", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
+        *_PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
-              "GB0206", "GB0225", "GB0264", "GB0569")
+              "GB0206", "GB0225", "GB0264", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
 Flags, in code that `torch.compile` traces, tensor methods and torch calls that Dynamo does not
 trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `t.requires_grad =
 ...`, `t.resize_(...)`, `t.resize_as_(...)`, `t.random_(...)`, `t.share_memory_()`,
-`t.retain_grad()`, `t.backward()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
-`nn.Parameter(...)` and torch factory functions called with `requires_grad=True`.
+`t.retain_grad()`, `t.backward()`, `t.to_sparse()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
+`nn.Parameter(...)`, torch.nn modules that make parameters (`nn.Linear(...)`, `nn.Conv2d(...)`,
+`nn.LayerNorm(...)`...), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
+tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, and comparisons of
+`t.data_ptr()`.
 
 ## Why is this bad?
 Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", each call after
@@ -74,9 +92,19 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `t.share_memory_()` | GB0117 |
 | `t.retain_grad()` | GB0108 |
 | `loss.backward()` | GB0123 |
+| `t.to_sparse()` | GB0015 "Attempted to wrap sparse Tensor" |
 | `repr(t)` | GB0569 |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
+| `nn.Linear(8, 8)(h)`, `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
+| `y = h * 3; y.data = h * 2` | GB0056 "Failed to mutate tensor data attribute" |
+| `c.real = h`, `c.imag = h` | GB0058 "Failed to set tensor attribute" |
+| `y.data_ptr() == h.data_ptr()`, `!=` | GB5976 "Data pointer comparison" |
+
+`tests/test_gb_forms.py` re-measures the last four rows. Not flagged, because they measured no
+break: `.data =` on a forward input, a parameter or a buffer (`self.w.data = ...`), parameter-free
+modules built in forward (`nn.Softmax(dim=-1)(h)`, `nn.Upsample(...)`, `nn.Dropout(...)`), and
+`t.data_ptr()` read without a comparison.
 
 `t.requires_grad_(False)`, `torch.zeros(8, requires_grad=False)`, the builtin `isinstance(t, torch.Tensor)`,
 `torch.jit.is_scripting()` and `torch.jit.annotate(...)` do not break (measured). The
@@ -114,6 +142,11 @@ GB0264 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0264.html ·
 GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
 """
     VALID = [
+        # `.data =` on an input and a parameter, parameter-free modules, a data_ptr read (measured: no break)
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.ones(8))\n\n    def forward(self, x):\n        x.data = x * 2\n"
+        "        self.w.data = self.w.data * 0.5\n        p = x.data_ptr()\n"
+        "        return nn.Softmax(dim=-1)(x) + nn.LayerNorm(8, elementwise_affine=False)(x)\n",
         # requires_grad_(False) and requires_grad=False do not break
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        y = x.relu() * 2\n        y.requires_grad_(False)\n        return y * torch.zeros(8, requires_grad=False)\n",
@@ -131,6 +164,12 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
         "        self.sched.random_(3)\n        return x\n",
     ]
     INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        y = x.relu()\n        y.data = x * 2\n        c = torch.complex(x, x)\n        c.real = x\n"
+            "        if y.data_ptr() == x.data_ptr():\n            y = y + 1\n        return nn.Linear(8, 8)(y)\n",
+            count=4,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        gate = torch.ones(x.shape[-1], requires_grad=True)\n        return x * gate\n",
@@ -190,6 +229,17 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
                 "(GB0264); create parameters in `__init__`",
             )
             return
+        if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:] in _PARAM_MODULES:
+            dropping = _PARAM_MODULES[qual[9:]]
+            if any(a.keyword is not None and a.keyword.value in dropping for a in node.args):
+                return  # `nn.LayerNorm(d, elementwise_affine=False)`: may make no parameter
+            ctx.report(
+                node,
+                f"`{ctx.code(node.func)}(...)` built in compiled code creates its parameters with `nn.Parameter`, which "
+                "Dynamo does not trace: graph break (GB0264), and the weights are new random ones on every call; "
+                "build the module in `__init__`",
+            )
+            return
         if qual in _FACTORIES:
             flag = _keyword(node, "requires_grad")
             if flag is not None and _is_true(flag):
@@ -215,8 +265,57 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
         for target in node.targets:
             t = target.target
-            if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad" and ctx.is_tensor(t.value):
+            if not isinstance(t, cst.Attribute):
+                continue
+            attr = t.attr.value
+            if attr == "requires_grad" and ctx.is_tensor(t.value):
                 ctx.report(
                     target.target,
                     "assigning `.requires_grad` of a tensor in compiled code is not supported: graph break (GB0206)",
                 )
+            elif attr == "data" and _intermediate(t.value, ctx):
+                # measured, torch 2.13 CPU: `y = x.relu(); y.data = x * 2` -> GB0056; `.data =` on an input,
+                # a parameter or a buffer traces (no break)
+                ctx.report(
+                    target.target,
+                    f"assigning `.data` of `{ctx.code(t.value)}`, a tensor created in compiled code: Dynamo only "
+                    "supports `.data =` on tensors made outside the compiled region: graph break (GB0056); bind the "
+                    "new value to the name instead (`y = new.detach()`)",
+                )
+            elif attr in _SETTER_ATTRS and ctx.is_tensor(t.value):
+                ctx.report(
+                    target.target,
+                    f"assigning `.{attr}` of a tensor in compiled code is not supported: graph break (GB0058); "
+                    "build the new tensor (`torch.complex(real, imag)`) instead",
+                )
+
+    def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
+        if not any(isinstance(c.operator, _COMPARISONS) for c in node.comparisons):
+            return
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        ptr = next((o for o in operands if _data_ptr(o, ctx)), None)
+        if ptr is None:
+            return
+        # measured, torch 2.13 CPU: `y.data_ptr() == x.data_ptr()` and `!=` -> GB5976, 2 graphs
+        ctx.report(
+            node,
+            f"comparing `{ctx.code(ptr)}` in compiled code: Dynamo can only compare data pointers it can prove "
+            "equal or different without running the code: graph break (GB5976); decide it outside the compiled "
+            "region, or compare shapes/strides",
+        )
+
+
+def _data_ptr(expr: cst.BaseExpression, ctx) -> bool:
+    """``t.data_ptr()`` on a tensor."""
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "data_ptr"
+        and not expr.args and ctx.is_tensor(expr.func.value)
+    )
+
+
+def _intermediate(expr: cst.BaseExpression, ctx) -> bool:
+    """A local name bound only to tensors computed in the function (not a parameter, not ``self.x``)."""
+    if not isinstance(expr, cst.Name) or not ctx.is_tensor(expr) or ctx.function is None:
+        return False
+    values = ctx.bindings().get(expr.value)
+    return bool(values) and all(v is not None for v in values)
