@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fusionlint.analysis.bindings import sole_value
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.analysis.guards import PYTHON
 from fusionlint.rule import Effect, Invalid, Rule
 
@@ -132,6 +133,15 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         "        start = 0 if cache is None else int(cache.get_seq_length())\n        return x[:, start:]\n",
     ]
     INVALID = [
+        # the index re-bound to a Python int first (transformers 5.24, moshi): only the `.item()` is reported
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.embed = nn.ModuleList([nn.Embedding(8, 8) for _ in range(3)])\n"
+            "    def forward(self, ids, codebook):\n        out = []\n        for idx in codebook:\n"
+            "            idx = idx.item()\n            out.append(self.embed[idx - 1](ids))\n        return out\n",
+            line=10,
+            count=1,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n"
@@ -205,7 +215,8 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
                 )
             return
         if isinstance(func, cst.Name) and func.value == "range" and ctx.qualname(func) == "range":
-            bound = next((a.value for a in node.args if a.keyword is None and not a.star and ctx.is_tensor(a.value)), None)
+            bound = next((a.value for a in node.args if a.keyword is None and not a.star and ctx.is_tensor(a.value)
+                          and not _converted_name(a.value, ctx)), None)
             if bound is not None:
                 # measured, torch 2.13 CPU: `for i in range(lens.max())` -> GB0059, 2 graphs
                 ctx.report(
@@ -235,7 +246,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         if ctx.autograd_function is not None or len(node.slice) != 1:
             return
         index = node.slice[0].slice
-        if not isinstance(index, cst.Index) or not ctx.is_tensor(index.value):
+        if not isinstance(index, cst.Index) or not ctx.is_tensor(index.value) or _converted_name(index.value, ctx):
             return
         if not _python_list(node.value, ctx):
             return
@@ -247,6 +258,23 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
             "host: graph break (GB0124) and a host sync; stack the items and select with "
             "`torch.stack(items).index_select(0, idx.view(1))`, or pass the index as a Python int",
         )
+
+
+def _converted_name(expr: cst.BaseExpression, ctx) -> bool:
+    """A name in ``expr`` that is also bound to a Python value taken from a tensor (``i = i.item()``,
+    ``n = int(n)``): the tensor facts do not follow the order of bindings, and the conversion itself is
+    this rule's finding (found on transformers 5.24, moshi: ``idx = idx.item(); self.embed[idx - 1]``)."""
+    names = [expr] if isinstance(expr, cst.Name) else [n for n in iter_nodes(expr, (cst.Name,)) if isinstance(n, cst.Name)]
+    table = ctx.bindings()
+    for name in names:
+        for value in table.get(name.value) or ():
+            if isinstance(value, cst.Call):
+                func = value.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _METHODS:
+                    return True
+                if isinstance(func, cst.Name) and func.value in _BUILTINS:
+                    return True
+    return False
 
 
 _LIST_MODULES = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ParameterList"})

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
 # Tensor method -> (graph-break id measured on torch 2.13 CPU, what Dynamo says)
@@ -41,6 +42,13 @@ _PARAM_MODULES: dict[str, tuple[str, ...]] = {
 }
 # Tensor attributes with C setters Dynamo does not model (measured GB0058: `.real`, `.imag`).
 _SETTER_ATTRS = frozenset({"real", "imag"})
+# torch._check variants whose message Dynamo must turn into a callable it can trace (measured GB9840 for
+# a string message, GB9158 for a lambda reading a tensor; no message, or a lambda over Python ints: no break).
+_CHECKS = frozenset({"torch._check", "torch._check_value"})
+# TorchScript wrappers: a module they return runs in the TorchScript runtime, which Dynamo cannot trace.
+_JIT_WRAPPERS = frozenset({"torch.jit.script", "torch.jit.freeze"})
+# torch.Generator methods that change or read its state (measured GB7650 for `manual_seed`).
+_GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed"})
 _COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 
@@ -60,10 +68,11 @@ class UntraceableTensorCall(Rule):
     triggers = (
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
         "Parameter", "repr(", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
+        "_check", "jit.script", "jit.freeze", "Generator",
         *_PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
-              "GB0206", "GB0225", "GB0264", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015")
+              "GB0206", "GB0225", "GB0264", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
@@ -73,8 +82,10 @@ trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `
 `t.retain_grad()`, `t.backward()`, `t.to_sparse()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
 `nn.Parameter(...)`, torch.nn modules that make parameters (`nn.Linear(...)`, `nn.Conv2d(...)`,
 `nn.LayerNorm(...)`...), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
-tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, and comparisons of
-`t.data_ptr()`.
+tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, comparisons of
+`t.data_ptr()`, `torch._check(cond, "message")` with a string message or a message lambda that
+reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), and calls of a
+submodule made with `torch.jit.script(...)`/`torch.jit.freeze(...)` in `__init__`.
 
 ## Why is this bad?
 Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", each call after
@@ -101,8 +112,14 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `c.real = h`, `c.imag = h` | GB0058 "Failed to set tensor attribute" |
 | `y.data_ptr() == h.data_ptr()`, `!=` | GB5976 "Data pointer comparison" |
 
-`tests/test_gb_forms.py` re-measures the last four rows. Not flagged, because they measured no
-break: `.data =` on a forward input, a parameter or a buffer (`self.w.data = ...`), parameter-free
+| `torch._check(cond, "need rows")`, `torch._check_value(cond, "...")`, an f-string message | GB9840 "Can't extract message from torch._check*()" |
+| `torch._check(cond, lambda: f"got {h.shape}")` (the lambda reads the tensor `h`) | GB9158 "Can't convert torch._check*() message closure" |
+| `self.g.manual_seed(1)` with `self.g = torch.Generator()` | GB7650 "torch.Generator method" |
+| `self.scripted(h)` with `self.scripted = torch.jit.script(nn.Linear(8, 8))` | GB4695; the frame falls back to eager (0 compiled graphs) |
+
+`tests/test_gb_forms.py` re-measures the rows from `nn.Linear(...)` down. Not flagged, because they
+measured no break: `torch._check(cond)`, `torch._check(cond, lambda: "need rows")`, a lambda over a
+Python int (`rows = h.shape[0]; torch._check(rows > 0, lambda: f"got {rows}")`), `.data =` on a forward input, a parameter or a buffer (`self.w.data = ...`), parameter-free
 modules built in forward (`nn.Softmax(dim=-1)(h)`, `nn.Upsample(...)`, `nn.Dropout(...)`), and
 `t.data_ptr()` read without a comparison.
 
@@ -139,9 +156,16 @@ No automatic fix: the replacement depends on what the call was for.
 ## PyTorch reference
 GB0225 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0225.html ·
 GB0264 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0264.html ·
-GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
+GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html ·
+GB0056 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0056.html ·
+GB5976 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb5976.html ·
+GB9840 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb9840.html ·
+GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
 """
     VALID = [
+        # torch._check with a callable message over Python values (measured: no break)
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        rows = x.shape[0]\n"
+        "        torch._check(rows > 0, lambda: f'got {rows}')\n        torch._check(rows < 99)\n        return x\n",
         # `.data =` on an input and a parameter, parameter-free modules, a data_ptr read (measured: no break)
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.w = nn.Parameter(torch.ones(8))\n\n    def forward(self, x):\n        x.data = x * 2\n"
@@ -168,6 +192,14 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        y = x.relu()\n        y.data = x * 2\n        c = torch.complex(x, x)\n        c.real = x\n"
             "        if y.data_ptr() == x.data_ptr():\n            y = y + 1\n        return nn.Linear(8, 8)(y)\n",
+            count=4,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.scripted = torch.jit.script(nn.Linear(8, 8))\n        self.g = torch.Generator().manual_seed(0)\n\n"
+            "    def forward(self, x):\n        torch._check(x.shape[0] > 0, 'need rows')\n"
+            "        torch._check(x.shape[0] > 0, lambda: f'got {x.shape}')\n        self.g.manual_seed(1)\n"
+            "        return self.scripted(x)\n",
             count=4,
         ),
         Invalid(
@@ -219,6 +251,28 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
                 "(GB0007); use the builtin `isinstance` under torch.compile",
             )
             return
+        if qual in _CHECKS:
+            self._check_message(node, qual, ctx)
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value in _GENERATOR_METHODS and _generator(func.value, ctx):
+            # measured, torch 2.13 CPU: `self.g.manual_seed(1)` in forward -> GB7650
+            ctx.report(
+                node,
+                f"`torch.Generator.{func.attr.value}()` in compiled code is a stateful RNG call Dynamo cannot trace: "
+                "graph break (GB7650); seed the generator outside the compiled region",
+            )
+            return
+        jit = _jit_submodule(func, ctx)
+        if jit is not None:
+            # measured, torch 2.13 CPU: calling a `torch.jit.script(nn.Linear(...))` submodule from forward ->
+            # GB4695, and the whole frame falls back to eager (0 compiled graphs)
+            ctx.report(
+                node,
+                f"`{ctx.code(func)}` is a `{jit}(...)` module: it runs in the TorchScript runtime, which Dynamo "
+                "cannot trace: graph break (GB4695), and the calling frame runs eagerly; keep the eager module "
+                "for torch.compile",
+            )
+            return
         if qual == "torch.is_inference_mode_enabled":
             ctx.report(node, "`torch.is_inference_mode_enabled()` in compiled code: Dynamo does not trace it: graph break (GB0046)")
             return
@@ -236,7 +290,7 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
             ctx.report(
                 node,
                 f"`{ctx.code(node.func)}(...)` built in compiled code creates its parameters with `nn.Parameter`, which "
-                "Dynamo does not trace: graph break (GB0264), and the weights are new random ones on every call; "
+                "Dynamo does not trace: graph break (GB0264), and its weights are new random ones each time it runs; "
                 "build the module in `__init__`",
             )
             return
@@ -261,6 +315,27 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
             return
         gb, why = _METHODS[method]
         ctx.report(node, f"`.{method}()` on a tensor in compiled code: {why} under torch.compile: graph break ({gb})")
+
+    def _check_message(self, node: cst.Call, qual: str, ctx) -> None:
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        message = positional[1] if len(positional) > 1 else _keyword(node, "message")
+        if message is None:
+            return
+        if isinstance(message, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            ctx.report(
+                node,
+                f"`{qual}(...)` with a string message in compiled code: Dynamo can only trace a message given as a "
+                "callable: graph break (GB9840); pass `lambda: \"...\"`",
+            )
+        elif isinstance(message, cst.Lambda) and not message.params.params:
+            tensor = next((n for n in iter_nodes(message.body, (cst.Name,)) if isinstance(n, cst.Name) and ctx.is_tensor(n)), None)
+            if tensor is not None:
+                ctx.report(
+                    node,
+                    f"the message lambda of `{qual}(...)` reads the tensor `{tensor.value}`: Dynamo cannot convert a "
+                    "closure over a tensor: graph break (GB9158); read what the message needs into a Python value "
+                    "first (`n = x.shape[0]`, then `lambda: f\"...{n}\"`)",
+                )
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
         for target in node.targets:
@@ -303,6 +378,45 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
             "equal or different without running the code: graph break (GB5976); decide it outside the compiled "
             "region, or compare shapes/strides",
         )
+
+
+def _init_value(attr: str, ctx) -> Optional[cst.BaseExpression]:
+    """The value ``self.<attr>`` is given in ``__init__`` when that is its only assignment there."""
+    cls = ctx.cls
+    if cls is None:
+        return None
+    writes = [stmt for method, stmt in cls.self_attr_writes.get(attr, ()) if method == "__init__"]
+    if len(writes) != 1 or not isinstance(writes[0], cst.Assign):
+        return None
+    return writes[0].value
+
+
+def _jit_submodule(func: cst.BaseExpression, ctx) -> Optional[str]:
+    """``self.m`` (called) bound in ``__init__`` to ``torch.jit.script(...)``/``torch.jit.freeze(...)``."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return None
+    value = _init_value(func.attr.value, ctx)
+    if isinstance(value, cst.Call):
+        qual = ctx.qualname(value.func) or ""
+        if qual in _JIT_WRAPPERS:
+            return qual
+    return None
+
+
+def _generator(expr: cst.BaseExpression, ctx) -> bool:
+    """``self.g`` / a local name bound only to ``torch.Generator(...)`` (or ``torch.Generator(...).manual_seed(..)``)."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        values = [_init_value(expr.attr.value, ctx)]
+    elif isinstance(expr, cst.Name):
+        values = list(ctx.bindings().get(expr.value) or [None])
+    else:
+        return False
+    for value in values:
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "manual_seed":
+            value = value.func.value
+        if not (isinstance(value, cst.Call) and (ctx.qualname(value.func) or "") == "torch.Generator"):
+            return False
+    return True
 
 
 def _data_ptr(expr: cst.BaseExpression, ctx) -> bool:

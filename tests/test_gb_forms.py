@@ -18,12 +18,12 @@ from tests.test_fixture_effects import load_module, rule_for, static_findings
 _HEAD = (
     "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n"
-    "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n        self.lin = nn.Linear(8, 8)\n\n"
-    "    def forward(self, x, lens):\n        h = x.relu()\n"
+    "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n        self.lin = nn.Linear(8, 8)\n"
 )
+_FORWARD = "\n    def forward(self, x, lens):\n        h = x.relu()\n"
 _TAIL = "\n\ndef example_inputs():\n    return torch.randn(4, 8), torch.tensor([3, 1, 2, 2])\n"
 
-# (case, rule, expected graph-break id, bad body, good body); bodies are indented for forward
+# (case, rule, expected graph-break id, bad body, good body[, extra __init__ lines]); bodies are indented for forward
 CASES = [
     ("slice-tensor-bound", "FL103", "GB0124",
      "        return h[:, : lens.max()] * 2",
@@ -55,6 +55,20 @@ CASES = [
     ("to-sparse", "FL112", "GB0015",
      "        return (h.to_sparse() * 2).to_dense()",
      "        return h * 2"),
+    ("check-string-message", "FL112", "GB9840",
+     "        torch._check(h.shape[0] > 0, 'need rows')\n        return h * 2",
+     "        torch._check(h.shape[0] > 0, lambda: 'need rows')\n        return h * 2"),
+    ("check-lambda-over-tensor", "FL112", "GB9158",
+     "        torch._check(h.shape[0] > 0, lambda: f'got {h.shape}')\n        return h * 2",
+     "        rows = h.shape[0]\n        torch._check(rows > 0, lambda: f'got {rows}')\n        return h * 2"),
+    ("generator-manual-seed", "FL112", "GB7650",
+     "        self.g.manual_seed(1)\n        return h * 2",
+     "        return h * 2",
+     "        self.g = torch.Generator().manual_seed(0)\n"),
+    ("jit-script-submodule", "FL112", "GB4695",
+     "        return self.scripted(h) * 2",
+     "        return self.lin(h) * 2",
+     "        self.scripted = torch.jit.script(nn.Linear(8, 8))\n"),
     ("module-built-in-forward", "FL112", "GB0264",
      "        return nn.Linear(8, 8)(h)",
      "        return self.lin(h)"),
@@ -83,12 +97,13 @@ def _measure(path: Path):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_form_breaks_and_its_fix_does_not(case, tmp_path: Path):
-    name, code, gb, bad_body, good_body = case
+    name, code, gb, bad_body, good_body, *init = case
+    head = _HEAD + "".join(init) + _FORWARD
     rule = rule_for(code)
     assert gb in rule.gb_ids, f"{code} should list {gb} in gb_ids"
     bad_path, good_path = tmp_path / f"bad_{name.replace('-', '_')}.py", tmp_path / f"good_{name.replace('-', '_')}.py"
-    bad_path.write_text(_HEAD + bad_body + "\n" + _TAIL, encoding="utf-8")
-    good_path.write_text(_HEAD + good_body + "\n" + _TAIL, encoding="utf-8")
+    bad_path.write_text(head + bad_body + "\n" + _TAIL, encoding="utf-8")
+    good_path.write_text(head + good_body + "\n" + _TAIL, encoding="utf-8")
 
     flagged = static_findings(rule, bad_path)
     assert flagged, f"{code} does not flag the {name} form"
