@@ -7,10 +7,15 @@ import libcst as cst
 from fusionlint.analysis.bindings import sole_value
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.analysis.guards import PYTHON
+from fusionlint.analysis.judge import TensorJudge
 from fusionlint.rule import Effect, Invalid, Rule
 
 _METHODS = {"item": "GB0124", "tolist": "GB0109"}
 _BUILTINS = ("float", "int", "bool", "complex")
+# `range(n)` and `items[i]` also take Python ints, so a tensor is claimed only when surely one (not an
+# unannotated parameter that nothing shows to be a tensor: transformers 5.24's
+# `HungarianMatcher.forward(self, outputs, targets, group_detr)` gets an int)
+_JUDGE = TensorJudge()
 
 
 def _in_message_lambda(ctx) -> bool:
@@ -97,6 +102,11 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n"
         "    def forward(self, x, lens):\n        for i in range(x.shape[0]):\n            x = self.experts[i % 3](x)\n"
         "        parts = [x, x * 2]\n        return parts[0] + parts[-1]\n",
+        # an unannotated parameter used only as a Python number (transformers 5.24, HungarianMatcher)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, outputs, targets, groups):\n        size = outputs.shape[1] // groups\n"
+        "        parts = list(outputs.split(size, dim=1))\n        for g in range(groups):\n            parts[g] = parts[g] * 2\n"
+        "        return parts\n",
         # shapes and Python attributes are not tensors
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.eps = 1e-5\n"
@@ -215,8 +225,8 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
                 )
             return
         if isinstance(func, cst.Name) and func.value == "range" and ctx.qualname(func) == "range":
-            bound = next((a.value for a in node.args if a.keyword is None and not a.star and ctx.is_tensor(a.value)
-                          and not _converted_name(a.value, ctx)), None)
+            bound = next((a.value for a in node.args if a.keyword is None and not a.star
+                          and _JUDGE.strong(a.value, ctx) and not _converted_name(a.value, ctx)), None)
             if bound is not None:
                 # measured, torch 2.13 CPU: `for i in range(lens.max())` -> GB0059, 2 graphs
                 ctx.report(
@@ -246,7 +256,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         if ctx.autograd_function is not None or len(node.slice) != 1:
             return
         index = node.slice[0].slice
-        if not isinstance(index, cst.Index) or not ctx.is_tensor(index.value) or _converted_name(index.value, ctx):
+        if not isinstance(index, cst.Index) or not _JUDGE.strong(index.value, ctx) or _converted_name(index.value, ctx):
             return
         if not _python_list(node.value, ctx):
             return
