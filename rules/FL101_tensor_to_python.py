@@ -5,11 +5,17 @@ from __future__ import annotations
 import libcst as cst
 
 from fusionlint.analysis.bindings import sole_value
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.analysis.guards import PYTHON
+from fusionlint.analysis.judge import TensorJudge
 from fusionlint.rule import Effect, Invalid, Rule
 
 _METHODS = {"item": "GB0124", "tolist": "GB0109"}
 _BUILTINS = ("float", "int", "bool", "complex")
+# `range(n)` and `items[i]` also take Python ints, so a tensor is claimed only when surely one (not an
+# unannotated parameter that nothing shows to be a tensor: transformers 5.24's
+# `HungarianMatcher.forward(self, outputs, targets, group_detr)` gets an int)
+_JUDGE = TensorJudge()
 
 
 def _in_message_lambda(ctx) -> bool:
@@ -28,14 +34,16 @@ class TensorToPython(Rule):
     name = "tensor-to-python"
     message = "tensor converted to a Python value inside compiled code: graph break and host sync"
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
-    triggers = (".item(", ".tolist(", "float(", "int(", "bool(", "complex(")
-    gb_ids = ("GB0124", "GB0109")
+    triggers = (".item(", ".tolist(", "float(", "int(", "bool(", "complex(", "range(", "[")
+    gb_ids = ("GB0124", "GB0109", "GB0059")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
 ## What it does
 Flags code traced by `torch.compile` that turns a tensor into a Python number or list:
 `t.item()`, `t.tolist()`, `float(t)`, `int(t)`, `bool(t)` (also inside `range(int(t))`), and the same
-on a numpy value taken from a tensor: `float(t.numpy().mean())`, `t.cpu().numpy().tolist()`.
+on a numpy value taken from a tensor: `float(t.numpy().mean())`, `t.cpu().numpy().tolist()`; and the
+implicit conversions `range(t)` and a Python list, `nn.ModuleList` or `nn.Sequential` indexed by a
+tensor (`self.experts[idx]`, `parts[lens.argmax()]`).
 
 ## Why is this bad?
 A Python number does not exist until the tensor's value has been computed, so Dynamo must stop
@@ -52,6 +60,13 @@ Python value from the result breaks too. Measured with torch 2.13.0 on CPU: `flo
 `int(h.numpy().argmax())`, `bool(h.numpy().any())` and `h.cpu().numpy().max().item()` each gave 1
 graph break (GB0033, 2 compiled regions); `h.numpy().tolist()` gave GB0109; `range(int(n))` with a
 tensor `n` gave GB0124.
+
+The implicit conversions break the same way (torch 2.13.0 CPU, backend "eager", `lens` a forward
+argument; `tests/test_gb_forms.py` re-measures them): `for _ in range(lens.max()):` gave GB0059 "Failed
+to trace builtin operator" (2 graphs); `self.experts[lens.argmax()](h)` on an `nn.ModuleList`,
+`parts[lens.argmin()]` on a list of tensors and `sizes[lens.argmin()]` on a list of ints each gave
+GB0124 (2 graphs). `torch.stack(parts).index_select(0, idx.view(1))` does not break; indexing the
+stacked tensor with the 0-d `idx` itself does (GB0033, FL103).
 
 Note: `fullgraph=True` no longer rejects `.item()` (torch 2.11+/2.13 capture scalar outputs
 there), but the host sync stays for most uses; a finding here is still a real cost.
@@ -78,9 +93,20 @@ No automatic fix: what replaces the Python value depends on how it is used.
 
 ## PyTorch reference
 GB0124 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html ·
-GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
+GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html ·
+GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
 """
     VALID = [
+        # range over a shape, a list indexed by a Python int, a dict indexed by a tensor-named key
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n"
+        "    def forward(self, x, lens):\n        for i in range(x.shape[0]):\n            x = self.experts[i % 3](x)\n"
+        "        parts = [x, x * 2]\n        return parts[0] + parts[-1]\n",
+        # an unannotated parameter used only as a Python number (transformers 5.24, HungarianMatcher)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, outputs, targets, groups):\n        size = outputs.shape[1] // groups\n"
+        "        parts = list(outputs.split(size, dim=1))\n        for g in range(groups):\n            parts[g] = parts[g] * 2\n"
+        "        return parts\n",
         # shapes and Python attributes are not tensors
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def __init__(self):\n        super().__init__()\n        self.eps = 1e-5\n"
@@ -117,6 +143,22 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
         "        start = 0 if cache is None else int(cache.get_seq_length())\n        return x[:, start:]\n",
     ]
     INVALID = [
+        # the index re-bound to a Python int first (transformers 5.24, moshi): only the `.item()` is reported
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.embed = nn.ModuleList([nn.Embedding(8, 8) for _ in range(3)])\n"
+            "    def forward(self, ids, codebook):\n        out = []\n        for idx in codebook:\n"
+            "            idx = idx.item()\n            out.append(self.embed[idx - 1](ids))\n        return out\n",
+            line=10,
+            count=1,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n"
+            "    def forward(self, x, lens):\n        for _ in range(lens.max()):\n            x = x * 0.5\n"
+            "        parts = [x, x * 2]\n        return self.experts[lens.argmax()](x) + parts[lens.argmin()]\n",
+            count=3,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
             "    def forward(self, h):\n        return h * h.mean().item()\n",
@@ -182,6 +224,17 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
                     f"it reads the value on the host: graph break ({gb} for a tensor, GB0033 for numpy)",
                 )
             return
+        if isinstance(func, cst.Name) and func.value == "range" and ctx.qualname(func) == "range":
+            bound = next((a.value for a in node.args if a.keyword is None and not a.star
+                          and _JUDGE.strong(a.value, ctx) and not _converted_name(a.value, ctx)), None)
+            if bound is not None:
+                # measured, torch 2.13 CPU: `for i in range(lens.max())` -> GB0059, 2 graphs
+                ctx.report(
+                    node,
+                    f"`range()` of a tensor (`{ctx.code(bound)}`) reads its value on the host inside compiled code: "
+                    "graph break (GB0059) and a host sync; loop over a Python int (a shape) or vectorise",
+                )
+            return
         if isinstance(func, cst.Name) and func.value in _BUILTINS and len(node.args) == 1 and not node.args[0].keyword:
             if ctx.qualname(func) != func.value:
                 return  # shadowed by an import
@@ -197,6 +250,59 @@ GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html
                     f"`{func.value}()` of a numpy value taken from a tensor (`.numpy()`) inside compiled code: "
                     "graph break (GB0033)",
                 )
+
+    def visit_Subscript(self, node: cst.Subscript, ctx) -> None:
+        """``parts[idx]`` / ``self.experts[idx]`` with a tensor ``idx``: a Python list indexed by a tensor."""
+        if ctx.autograd_function is not None or len(node.slice) != 1:
+            return
+        index = node.slice[0].slice
+        if not isinstance(index, cst.Index) or not _JUDGE.strong(index.value, ctx) or _converted_name(index.value, ctx):
+            return
+        if not _python_list(node.value, ctx):
+            return
+        # measured, torch 2.13 CPU: `parts[lens.argmax()]` on a list, `self.experts[idx](x)` on an
+        # nn.ModuleList -> GB0124 (the index is converted with `.item()`), 2 graphs
+        ctx.report(
+            node,
+            f"`{ctx.code(node)}` indexes a Python list with a tensor, which Dynamo turns into a Python int on the "
+            "host: graph break (GB0124) and a host sync; stack the items and select with "
+            "`torch.stack(items).index_select(0, idx.view(1))`, or pass the index as a Python int",
+        )
+
+
+def _converted_name(expr: cst.BaseExpression, ctx) -> bool:
+    """A name in ``expr`` that is also bound to a Python value taken from a tensor (``i = i.item()``,
+    ``n = int(n)``): the tensor facts do not follow the order of bindings, and the conversion itself is
+    this rule's finding (found on transformers 5.24, moshi: ``idx = idx.item(); self.embed[idx - 1]``)."""
+    names = [expr] if isinstance(expr, cst.Name) else [n for n in iter_nodes(expr, (cst.Name,)) if isinstance(n, cst.Name)]
+    table = ctx.bindings()
+    for name in names:
+        for value in table.get(name.value) or ():
+            if isinstance(value, cst.Call):
+                func = value.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _METHODS:
+                    return True
+                if isinstance(func, cst.Name) and func.value in _BUILTINS:
+                    return True
+    return False
+
+
+_LIST_MODULES = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ParameterList"})
+
+
+def _python_list(expr: cst.BaseExpression, ctx) -> bool:
+    """A list display, a name bound only to one (or to a list comprehension), or ``self.<ModuleList>``."""
+    if isinstance(expr, (cst.List, cst.ListComp)):
+        return True
+    if isinstance(expr, cst.Name):
+        values = ctx.bindings().get(expr.value)
+        return bool(values) and all(isinstance(v, (cst.List, cst.ListComp)) for v in values)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        cls = ctx.cls
+        if cls is None:
+            return False
+        return cls.submodules.get(expr.attr.value) in _LIST_MODULES or isinstance(cls.container_attrs.get(expr.attr.value), cst.List)
+    return False
 
 
 def _surely_python(expr: cst.BaseExpression, ctx) -> bool:

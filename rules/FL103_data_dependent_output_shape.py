@@ -19,9 +19,9 @@ class DataDependentOutputShape(Rule):
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
     triggers = (
         "[", "nonzero", "argwhere", "masked_select", "unique", "bincount", "where(", "repeat_interleave",
-        "arange(", "zeros(", "ones(", "empty(", "full(", "rand", "linspace(",
+        "arange(", "zeros(", "ones(", "empty(", "full(", "rand", "linspace(", "narrow(", "one_hot(",
     )
-    gb_ids = ("GB0036", "GB0033")
+    gb_ids = ("GB0036", "GB0033", "GB0124", "GB0246")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
 ## What it does
@@ -31,7 +31,9 @@ comparison, `isnan(...)`, `~m`, `m & n` or a name bound only to such), `masked_s
 `unique`/`unique_consecutive`, `argwhere`, `bincount`, one-argument `torch.where(cond)`,
 `repeat_interleave` with a tensor `repeats` and no `output_size`, and
 `arange`/`zeros`/`ones`/`empty`/`full`/`rand`/`randn`/`linspace`/`new_zeros`/`new_ones`/
-`new_empty`/`new_full` sized by a tensor. A masked *write* (`h[mask] = 0`) is not flagged.
+`new_empty`/`new_full` sized by a tensor; slices bounded by a tensor (`h[:, : lens.max()]`),
+indexing with a 0-d tensor (`h[lens.argmax()]`), `narrow` with a tensor start or length, and
+`F.one_hot` without `num_classes`. A masked *write* (`h[mask] = 0`) is not flagged.
 
 ## Why is this bad?
 Inductor compiles for static (or symbolic) sizes; an output whose size is only known after the
@@ -49,6 +51,23 @@ form in a small function called from `forward` (1 compiled region when the form 
 | `torch.bincount(t)` | GB0036 | 3 | none in the CPU proxy |
 | `torch.repeat_interleave(x, r)` (`r` a tensor) | GB0036 | 3 | `repeat_interleave`, `_local_scalar_dense` ×3 |
 | `torch.arange(n)`, `zeros`/`ones`/`empty`/`full`/`rand`/`randn`/`linspace`/`new_*` with `n = (h > 0).sum()` | GB0033 | 3 | `_local_scalar_dense` ×1 |
+
+Sizes, offsets and indices read from a 0-d tensor (measured with torch 2.13.0+cpu, backend "eager",
+`lens` a forward argument; `tests/test_gb_forms.py` re-measures each):
+
+| pattern | graph-break id | what Dynamo does |
+|---|---|---|
+| `h[:, : lens.max()]`, `h[s:e]`, `h[::step]` with tensor bounds | GB0124 (`Tensor.item()`) | cannot resume: the frame falls back to eager (0 compiled graphs), or compiles up to the slice and runs the rest of the function eagerly |
+| `h[lens.argmax()]`, `h[:, lens.sum() - 10]` (a 0-d index) | GB0033 | 2 graphs |
+| `h.narrow(1, 0, lens.max())`, `torch.narrow(h, 1, 0, n)` with a tensor `n` | GB0033 | 2 graphs |
+| `F.one_hot(idx)` / `F.one_hot(idx, num_classes=-1)` | GB0246 / GB0033 | 2 frames |
+
+Not flagged, because they measured no break: `h[:, idx]` with a 1-d index tensor, `h[idx.view(1)]`,
+`h.index_select(0, idx.view(1))`, `h.narrow(1, 0, 3)`, `F.one_hot(idx, num_classes=10)`, and a
+*list* sliced by a tensor (`parts[: lens.min()]`, which torch 2.13 traces; its registry id GB0038
+"Dynamic slicing with Tensor arguments" did not show). A 0-d index is recognised only when it is
+surely 0-d: a reduction without `dim` (`.max()`, `.argmax()`, `.sum()`...), arithmetic of one with
+numbers, or a name bound only to such.
 
 Measured harmless, so not flagged: `h[h > 0] = 0` (1 region), `repeat_interleave(x, r,
 output_size=32)` and `repeat_interleave(x, 2)` (1 region), `torch.arange(h.shape[0])`, and
@@ -86,9 +105,15 @@ it is only equivalent after a reduction.
 
 ## PyTorch reference
 GB0036 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0036.html ·
-GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
+GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html ·
+GB0246 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0246.html
 """
     VALID = [
+        # sizes from shapes, a 1-element index tensor, one_hot with its width (measured: no break)
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, h, lens):\n        a = h[:, : h.shape[1] // 2]\n        b = h[lens.argmax().view(1)]\n"
+        "        c = h.narrow(1, 0, 3)\n        d = F.one_hot(lens, num_classes=10)\n        e = h[:, lens]\n"
+        "        return a, b, c, d, e\n",
         # fixed-shape alternatives, masked writes, sizes from shapes, output_size given
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, h, r):\n        h = h.clone()\n        h[h > 0] = 0\n"
@@ -128,6 +153,13 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
         "        return x[x > 0].sum()\n    @staticmethod\n    def backward(ctx, g):\n        return g\n",
     ]
     INVALID = [
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, h, lens):\n        a = h[:, : lens.max()]\n        idx = lens.argmax()\n"
+            "        b = h[idx + 1]\n        c = h.narrow(1, 0, lens.max())\n        d = F.one_hot(lens)\n"
+            "        return a, b, c, d\n",
+            count=4,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
             "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(16, 16)\n"

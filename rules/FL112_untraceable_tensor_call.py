@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
 # Tensor method -> (graph-break id measured on torch 2.13 CPU, what Dynamo says)
@@ -18,6 +19,7 @@ _METHODS = {
     "share_memory_": ("GB0117", "`Tensor.share_memory_()` is not supported"),
     "retain_grad": ("GB0108", "`Tensor.retain_grad()` does not work with AOTDispatcher"),
     "backward": ("GB0123", "`Tensor.backward()` is not traced"),
+    "to_sparse": ("GB0015", "a sparse tensor cannot be traced"),
 }
 # Factory functions whose `requires_grad=True` Dynamo refuses (GB0225; measured: ones, tensor).
 _FACTORIES = frozenset(
@@ -28,6 +30,26 @@ _FACTORIES = frozenset(
     ).split()
 )
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# torch.nn modules whose constructor makes parameters (by default): building one in compiled code runs
+# `nn.Parameter(...)`, measured GB0264 for nn.Linear, nn.Conv2d, nn.LayerNorm (torch 2.13 CPU);
+# parameter-free ones (nn.Softmax, nn.Upsample, nn.Dropout) trace. keyword -> value that drops the parameters.
+_PARAM_MODULES: dict[str, tuple[str, ...]] = {
+    **{n: ("bias",) for n in ("Linear", "Bilinear", "LazyLinear")},
+    **{f"{kind}{d}d": () for kind in ("Conv", "ConvTranspose", "LazyConv", "LazyConvTranspose") for d in (1, 2, 3)},
+    **{n: ("elementwise_affine",) for n in ("LayerNorm", "RMSNorm")},
+    **{n: ("affine",) for n in ("GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
+    **{n: () for n in ("Embedding", "EmbeddingBag", "MultiheadAttention", "PReLU")},
+}
+# Tensor attributes with C setters Dynamo does not model (measured GB0058: `.real`, `.imag`).
+_SETTER_ATTRS = frozenset({"real", "imag"})
+# torch._check variants whose message Dynamo must turn into a callable it can trace (measured GB9840 for
+# a string message, GB9158 for a lambda reading a tensor; no message, or a lambda over Python ints: no break).
+_CHECKS = frozenset({"torch._check", "torch._check_value"})
+# TorchScript wrappers: a module they return runs in the TorchScript runtime, which Dynamo cannot trace.
+_JIT_WRAPPERS = frozenset({"torch.jit.script", "torch.jit.freeze"})
+# torch.Generator methods that change or read its state (measured GB7650 for `manual_seed`).
+_GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed"})
+_COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 
 def _is_true(expr: cst.BaseExpression) -> bool:
@@ -45,18 +67,25 @@ class UntraceableTensorCall(Rule):
     effects = (Effect.GRAPH_BREAK,)
     triggers = (
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
-        "Parameter", "repr(", "jit.isinstance", "torch.jit import",
+        "Parameter", "repr(", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
+        "_check", "jit.script", "jit.freeze", "Generator",
+        *_PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
-              "GB0206", "GB0225", "GB0264", "GB0569")
+              "GB0206", "GB0225", "GB0264", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
 Flags, in code that `torch.compile` traces, tensor methods and torch calls that Dynamo does not
 trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `t.requires_grad =
 ...`, `t.resize_(...)`, `t.resize_as_(...)`, `t.random_(...)`, `t.share_memory_()`,
-`t.retain_grad()`, `t.backward()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
-`nn.Parameter(...)` and torch factory functions called with `requires_grad=True`.
+`t.retain_grad()`, `t.backward()`, `t.to_sparse()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
+`nn.Parameter(...)`, torch.nn modules that make parameters (`nn.Linear(...)`, `nn.Conv2d(...)`,
+`nn.LayerNorm(...)`...), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
+tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, comparisons of
+`t.data_ptr()`, `torch._check(cond, "message")` with a string message or a message lambda that
+reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), and calls of a
+submodule made with `torch.jit.script(...)`/`torch.jit.freeze(...)` in `__init__`.
 
 ## Why is this bad?
 Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", each call after
@@ -74,9 +103,25 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `t.share_memory_()` | GB0117 |
 | `t.retain_grad()` | GB0108 |
 | `loss.backward()` | GB0123 |
+| `t.to_sparse()` | GB0015 "Attempted to wrap sparse Tensor" |
 | `repr(t)` | GB0569 |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
+| `nn.Linear(8, 8)(h)`, `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
+| `y = h * 3; y.data = h * 2` | GB0056 "Failed to mutate tensor data attribute" |
+| `c.real = h`, `c.imag = h` | GB0058 "Failed to set tensor attribute" |
+| `y.data_ptr() == h.data_ptr()`, `!=` | GB5976 "Data pointer comparison" |
+
+| `torch._check(cond, "need rows")`, `torch._check_value(cond, "...")`, an f-string message | GB9840 "Can't extract message from torch._check*()" |
+| `torch._check(cond, lambda: f"got {h.shape}")` (the lambda reads the tensor `h`) | GB9158 "Can't convert torch._check*() message closure" |
+| `self.g.manual_seed(1)` with `self.g = torch.Generator()` | GB7650 "torch.Generator method" |
+| `self.scripted(h)` with `self.scripted = torch.jit.script(nn.Linear(8, 8))` | GB4695; the frame falls back to eager (0 compiled graphs) |
+
+`tests/test_gb_forms.py` re-measures the rows from `nn.Linear(...)` down. Not flagged, because they
+measured no break: `torch._check(cond)`, `torch._check(cond, lambda: "need rows")`, a lambda over a
+Python int (`rows = h.shape[0]; torch._check(rows > 0, lambda: f"got {rows}")`), `.data =` on a forward input, a parameter or a buffer (`self.w.data = ...`), parameter-free
+modules built in forward (`nn.Softmax(dim=-1)(h)`, `nn.Upsample(...)`, `nn.Dropout(...)`), and
+`t.data_ptr()` read without a comparison.
 
 `t.requires_grad_(False)`, `torch.zeros(8, requires_grad=False)`, the builtin `isinstance(t, torch.Tensor)`,
 `torch.jit.is_scripting()` and `torch.jit.annotate(...)` do not break (measured). The
@@ -111,9 +156,21 @@ No automatic fix: the replacement depends on what the call was for.
 ## PyTorch reference
 GB0225 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0225.html ·
 GB0264 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0264.html ·
-GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
+GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html ·
+GB0056 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0056.html ·
+GB5976 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb5976.html ·
+GB9840 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb9840.html ·
+GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
 """
     VALID = [
+        # torch._check with a callable message over Python values (measured: no break)
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        rows = x.shape[0]\n"
+        "        torch._check(rows > 0, lambda: f'got {rows}')\n        torch._check(rows < 99)\n        return x\n",
+        # `.data =` on an input and a parameter, parameter-free modules, a data_ptr read (measured: no break)
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.ones(8))\n\n    def forward(self, x):\n        x.data = x * 2\n"
+        "        self.w.data = self.w.data * 0.5\n        p = x.data_ptr()\n"
+        "        return nn.Softmax(dim=-1)(x) + nn.LayerNorm(8, elementwise_affine=False)(x)\n",
         # requires_grad_(False) and requires_grad=False do not break
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        y = x.relu() * 2\n        y.requires_grad_(False)\n        return y * torch.zeros(8, requires_grad=False)\n",
@@ -131,6 +188,20 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
         "        self.sched.random_(3)\n        return x\n",
     ]
     INVALID = [
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        y = x.relu()\n        y.data = x * 2\n        c = torch.complex(x, x)\n        c.real = x\n"
+            "        if y.data_ptr() == x.data_ptr():\n            y = y + 1\n        return nn.Linear(8, 8)(y)\n",
+            count=4,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.scripted = torch.jit.script(nn.Linear(8, 8))\n        self.g = torch.Generator().manual_seed(0)\n\n"
+            "    def forward(self, x):\n        torch._check(x.shape[0] > 0, 'need rows')\n"
+            "        torch._check(x.shape[0] > 0, lambda: f'got {x.shape}')\n        self.g.manual_seed(1)\n"
+            "        return self.scripted(x)\n",
+            count=4,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        gate = torch.ones(x.shape[-1], requires_grad=True)\n        return x * gate\n",
@@ -180,6 +251,28 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
                 "(GB0007); use the builtin `isinstance` under torch.compile",
             )
             return
+        if qual in _CHECKS:
+            self._check_message(node, qual, ctx)
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value in _GENERATOR_METHODS and _generator(func.value, ctx):
+            # measured, torch 2.13 CPU: `self.g.manual_seed(1)` in forward -> GB7650
+            ctx.report(
+                node,
+                f"`torch.Generator.{func.attr.value}()` in compiled code is a stateful RNG call Dynamo cannot trace: "
+                "graph break (GB7650); seed the generator outside the compiled region",
+            )
+            return
+        jit = _jit_submodule(func, ctx)
+        if jit is not None:
+            # measured, torch 2.13 CPU: calling a `torch.jit.script(nn.Linear(...))` submodule from forward ->
+            # GB4695, and the whole frame falls back to eager (0 compiled graphs)
+            ctx.report(
+                node,
+                f"`{ctx.code(func)}` is a `{jit}(...)` module: it runs in the TorchScript runtime, which Dynamo "
+                "cannot trace: graph break (GB4695), and the calling frame runs eagerly; keep the eager module "
+                "for torch.compile",
+            )
+            return
         if qual == "torch.is_inference_mode_enabled":
             ctx.report(node, "`torch.is_inference_mode_enabled()` in compiled code: Dynamo does not trace it: graph break (GB0046)")
             return
@@ -188,6 +281,17 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
                 node,
                 "`nn.Parameter(...)` created in compiled code: Dynamo does not trace the constructor: graph break "
                 "(GB0264); create parameters in `__init__`",
+            )
+            return
+        if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:] in _PARAM_MODULES:
+            dropping = _PARAM_MODULES[qual[9:]]
+            if any(a.keyword is not None and a.keyword.value in dropping for a in node.args):
+                return  # `nn.LayerNorm(d, elementwise_affine=False)`: may make no parameter
+            ctx.report(
+                node,
+                f"`{ctx.code(node.func)}(...)` built in compiled code creates its parameters with `nn.Parameter`, which "
+                "Dynamo does not trace: graph break (GB0264), and its weights are new random ones each time it runs; "
+                "build the module in `__init__`",
             )
             return
         if qual in _FACTORIES:
@@ -212,11 +316,120 @@ GB0123 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0123.html
         gb, why = _METHODS[method]
         ctx.report(node, f"`.{method}()` on a tensor in compiled code: {why} under torch.compile: graph break ({gb})")
 
+    def _check_message(self, node: cst.Call, qual: str, ctx) -> None:
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        message = positional[1] if len(positional) > 1 else _keyword(node, "message")
+        if message is None:
+            return
+        if isinstance(message, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            ctx.report(
+                node,
+                f"`{qual}(...)` with a string message in compiled code: Dynamo can only trace a message given as a "
+                "callable: graph break (GB9840); pass `lambda: \"...\"`",
+            )
+        elif isinstance(message, cst.Lambda) and not message.params.params:
+            tensor = next((n for n in iter_nodes(message.body, (cst.Name,)) if isinstance(n, cst.Name) and ctx.is_tensor(n)), None)
+            if tensor is not None:
+                ctx.report(
+                    node,
+                    f"the message lambda of `{qual}(...)` reads the tensor `{tensor.value}`: Dynamo cannot convert a "
+                    "closure over a tensor: graph break (GB9158); read what the message needs into a Python value "
+                    "first (`n = x.shape[0]`, then `lambda: f\"...{n}\"`)",
+                )
+
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
         for target in node.targets:
             t = target.target
-            if isinstance(t, cst.Attribute) and t.attr.value == "requires_grad" and ctx.is_tensor(t.value):
+            if not isinstance(t, cst.Attribute):
+                continue
+            attr = t.attr.value
+            if attr == "requires_grad" and ctx.is_tensor(t.value):
                 ctx.report(
                     target.target,
                     "assigning `.requires_grad` of a tensor in compiled code is not supported: graph break (GB0206)",
                 )
+            elif attr == "data" and _intermediate(t.value, ctx):
+                # measured, torch 2.13 CPU: `y = x.relu(); y.data = x * 2` -> GB0056; `.data =` on an input,
+                # a parameter or a buffer traces (no break)
+                ctx.report(
+                    target.target,
+                    f"assigning `.data` of `{ctx.code(t.value)}`, a tensor created in compiled code: Dynamo only "
+                    "supports `.data =` on tensors made outside the compiled region: graph break (GB0056); bind the "
+                    "new value to the name instead (`y = new.detach()`)",
+                )
+            elif attr in _SETTER_ATTRS and ctx.is_tensor(t.value):
+                ctx.report(
+                    target.target,
+                    f"assigning `.{attr}` of a tensor in compiled code is not supported: graph break (GB0058); "
+                    "build the new tensor (`torch.complex(real, imag)`) instead",
+                )
+
+    def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
+        if not any(isinstance(c.operator, _COMPARISONS) for c in node.comparisons):
+            return
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        ptr = next((o for o in operands if _data_ptr(o, ctx)), None)
+        if ptr is None:
+            return
+        # measured, torch 2.13 CPU: `y.data_ptr() == x.data_ptr()` and `!=` -> GB5976, 2 graphs
+        ctx.report(
+            node,
+            f"comparing `{ctx.code(ptr)}` in compiled code: Dynamo can only compare data pointers it can prove "
+            "equal or different without running the code: graph break (GB5976); decide it outside the compiled "
+            "region, or compare shapes/strides",
+        )
+
+
+def _init_value(attr: str, ctx) -> Optional[cst.BaseExpression]:
+    """The value ``self.<attr>`` is given in ``__init__`` when that is its only assignment there."""
+    cls = ctx.cls
+    if cls is None:
+        return None
+    writes = [stmt for method, stmt in cls.self_attr_writes.get(attr, ()) if method == "__init__"]
+    if len(writes) != 1 or not isinstance(writes[0], cst.Assign):
+        return None
+    return writes[0].value
+
+
+def _jit_submodule(func: cst.BaseExpression, ctx) -> Optional[str]:
+    """``self.m`` (called) bound in ``__init__`` to ``torch.jit.script(...)``/``torch.jit.freeze(...)``."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return None
+    value = _init_value(func.attr.value, ctx)
+    if isinstance(value, cst.Call):
+        qual = ctx.qualname(value.func) or ""
+        if qual in _JIT_WRAPPERS:
+            return qual
+    return None
+
+
+def _generator(expr: cst.BaseExpression, ctx) -> bool:
+    """``self.g`` / a local name bound only to ``torch.Generator(...)`` (or ``torch.Generator(...).manual_seed(..)``)."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        values = [_init_value(expr.attr.value, ctx)]
+    elif isinstance(expr, cst.Name):
+        values = list(ctx.bindings().get(expr.value) or [None])
+    else:
+        return False
+    for value in values:
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "manual_seed":
+            value = value.func.value
+        if not (isinstance(value, cst.Call) and (ctx.qualname(value.func) or "") == "torch.Generator"):
+            return False
+    return True
+
+
+def _data_ptr(expr: cst.BaseExpression, ctx) -> bool:
+    """``t.data_ptr()`` on a tensor."""
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "data_ptr"
+        and not expr.args and ctx.is_tensor(expr.func.value)
+    )
+
+
+def _intermediate(expr: cst.BaseExpression, ctx) -> bool:
+    """A local name bound only to tensors computed in the function (not a parameter, not ``self.x``)."""
+    if not isinstance(expr, cst.Name) or not ctx.is_tensor(expr) or ctx.function is None:
+        return False
+    values = ctx.bindings().get(expr.value)
+    return bool(values) and all(v is not None for v in values)

@@ -44,6 +44,11 @@ _BOOL_TORCH = frozenset(
     "logical_xor eq ne gt lt ge le greater less greater_equal less_equal not_equal".split()
 )
 _BOOL_METHODS = _BOOL_TORCH | {"bool"}
+# Reductions that give a 0-d tensor when called without a dim: `lens.max()`, `torch.argmax(t)`.
+_FULL_REDUCTIONS = frozenset("max min sum prod argmax argmin amax amin count_nonzero".split())
+# `narrow(dim, start, length)`: a tensor start or length is read on the host (measured GB0033).
+_NARROW_SIZES = {"method": (1, 2), "torch": (2, 3)}
+_ONE_HOT = frozenset({"torch.nn.functional.one_hot", "torch._C._nn.one_hot"})
 
 
 class ShapeChecker:
@@ -56,6 +61,8 @@ class ShapeChecker:
     def check_Call(self, node: cst.Call, ctx) -> list[Found]:
         func = node.func
         qual = ctx.qualname(func) or ""
+        if qual in _ONE_HOT:
+            return self._one_hot(node, ctx)
         op: Optional[str] = None
         method = False
         if qual.startswith("torch.") and qual.count(".") == 1:
@@ -72,6 +79,20 @@ class ShapeChecker:
             return [(node, self._shape_message("where", text), None)]
         if op == "repeat_interleave":
             return self._repeat_interleave(node, method, text, ctx)
+        if op == "narrow":
+            sized = self._tensor_size(node, _NARROW_SIZES["method" if method else "torch"], ("start", "length"), ctx)
+            if sized is not None:
+                # measured, torch 2.13 CPU: `x.narrow(1, 0, lens.max())` -> GB0033, 2 graphs
+                return [
+                    (
+                        node,
+                        f"`{text}` takes its start or length from a tensor value (`{short(source(ctx, sized))}`): "
+                        "Dynamo reads it on the host: graph break (GB0033) and a host sync; take it from shapes, or "
+                        "keep the full size and mask",
+                        None,
+                    )
+                ]
+            return []
         table = _NEW_FACTORIES if method else _FACTORIES
         if op in table:
             sized = self._tensor_size(node, *table[op], ctx)
@@ -86,6 +107,30 @@ class ShapeChecker:
                     )
                 ]
         return []
+
+    def _one_hot(self, node: cst.Call, ctx) -> list[Found]:
+        """``F.one_hot(idx)``: without ``num_classes`` (or with -1) the width is ``idx.max() + 1``, read from the data."""
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        if any(a.star for a in node.args):
+            return []
+        classes = positional[1] if len(positional) > 1 else next(
+            (a.value for a in node.args if a.keyword is not None and a.keyword.value == "num_classes"), None)
+        if classes is None:
+            gb = "GB0246"
+        elif isinstance(classes, cst.UnaryOperation) and isinstance(classes.operator, cst.Minus) and (
+                isinstance(classes.expression, cst.Integer) and classes.expression.value == "1"):
+            gb = "GB0033"
+        else:
+            return []
+        # measured, torch 2.13 CPU: `F.one_hot(idx)` -> GB0246, `num_classes=-1` -> GB0033; `F.one_hot(idx, 10)`: no break
+        return [
+            (
+                node,
+                f"`{short(source(ctx, node))}` without `num_classes` takes its width from the largest index, read "
+                f"from the data: graph break ({gb}) and a host sync; pass `num_classes=`",
+                None,
+            )
+        ]
 
     @staticmethod
     def _shape_message(op: str, text: str) -> str:
@@ -153,6 +198,18 @@ class ShapeChecker:
                         None,
                     )
                 ]
+            if isinstance(index, cst.Index) and self.scalar_tensor(index.value, ctx):
+                # measured, torch 2.13 CPU: `x[lens.argmax()]`, `x[:, lens.sum() - 10]` -> GB0033, 2 graphs;
+                # a 1-d index tensor (`x[:, idx]`) is traced (no break)
+                return [
+                    (
+                        node,
+                        f"`{short(source(ctx, node))}` indexes with a 0-d tensor (`{short(source(ctx, index.value))}`): "
+                        "Dynamo reads its value on the host: graph break (GB0033) and a host sync; use "
+                        "a 1-element index tensor (`x[idx.view(1)]`, `x.index_select(0, idx.view(1))`), which keeps the dim",
+                        None,
+                    )
+                ]
             if isinstance(index, cst.Slice):
                 for bound in (index.lower, index.upper, index.step):
                     if bound is not None and self.judge.strong(bound, ctx):
@@ -167,6 +224,30 @@ class ShapeChecker:
                             )
                         ]
         return []
+
+    def scalar_tensor(self, expr: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+        """Is ``expr`` surely a 0-d tensor: a full reduction without a dim (``lens.max()``,
+        ``torch.argmax(t)``), arithmetic of one with Python numbers, or a name bound only to one?"""
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if any(a.star for a in expr.args):
+                return False
+            qual = ctx.qualname(func) or ""
+            if qual.startswith("torch.") and qual.count(".") == 1 and qual[6:] in _FULL_REDUCTIONS:
+                return len(expr.args) == 1 and expr.args[0].keyword is None and self.judge.strong(expr.args[0].value, ctx)
+            if isinstance(func, cst.Attribute) and func.attr.value in _FULL_REDUCTIONS and not qual.startswith("torch."):
+                return not expr.args and self.judge.strong(func.value, ctx)
+            return False
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)):
+            left, right = expr.left, expr.right
+            return (self.scalar_tensor(left, ctx, depth + 1) and _number(right)) or (
+                _number(left) and self.scalar_tensor(right, ctx, depth + 1))
+        if isinstance(expr, cst.Name):
+            bound = self._bindings(ctx).get(expr.value)
+            return bool(bound) and all(self.scalar_tensor(v, ctx, depth + 1) for v in bound)
+        return False
 
     def bool_mask(self, expr: cst.BaseExpression, indexed: cst.BaseExpression, ctx, depth: int = 0) -> bool:
         """Is ``expr`` surely a bool tensor (a comparison on tensors, isnan(), ~m, m & n, a name bound to one)?"""
@@ -204,6 +285,11 @@ class ShapeChecker:
         if fn is None:
             return {}
         return ctx.memo(("plain-bindings", id(fn.node)), lambda: _plain_bindings(fn.node))
+
+
+def _number(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Integer, cst.Float)) or (
+        isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer))
 
 
 def _plain_bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:

@@ -1,0 +1,123 @@
+"""Graph-break forms added from torch's registry (issue 9): each breaks on the installed torch, and its fix does not.
+
+Each case is a small module written to a temporary file: the rule must flag the bad form and not the good
+one statically, and ``fusionlint.confirm.measure`` (backend "eager": Dynamo alone decides the breaks) must
+see the expected graph-break id on a flagged line of the bad file and no break at all in the good one.
+The forms share one module so that only the lines that differ vary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import need
+from tests.test_fixture_effects import load_module, rule_for, static_findings
+
+_HEAD = (
+    "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n"
+    "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n        self.lin = nn.Linear(8, 8)\n"
+)
+_FORWARD = "\n    def forward(self, x, lens):\n        h = x.relu()\n"
+_TAIL = "\n\ndef example_inputs():\n    return torch.randn(4, 8), torch.tensor([3, 1, 2, 2])\n"
+
+# (case, rule, expected graph-break id, bad body, good body[, extra __init__ lines]); bodies are indented for forward
+CASES = [
+    ("slice-tensor-bound", "FL103", "GB0124",
+     "        return h[:, : lens.max()] * 2",
+     "        return h[:, : h.shape[1] // 2] * 2"),
+    ("index-0d-tensor", "FL103", "GB0033",
+     "        return h[lens.argmax()] * 2",
+     "        return h[lens.argmax().view(1)] * 2"),
+    ("narrow-tensor-length", "FL103", "GB0033",
+     "        return h.narrow(1, 0, lens.max()) * 2",
+     "        return h.narrow(1, 0, 3) * 2"),
+    ("one-hot-no-num-classes", "FL103", "GB0246",
+     "        return h * F.one_hot(lens).sum()",
+     "        return h * F.one_hot(lens, num_classes=4).sum()"),
+    ("modulelist-index-tensor", "FL101", "GB0124",
+     "        return self.experts[lens.argmax()](h)",
+     "        return torch.stack([e(h) for e in self.experts]).index_select(0, lens.argmax().view(1))[0]"),
+    ("range-of-tensor", "FL101", "GB0059",
+     "        for _ in range(lens.max()):\n            h = h * 0.5\n        return h",
+     "        for _ in range(3):\n            h = h * 0.5\n        return h"),
+    ("data-assign-intermediate", "FL112", "GB0056",
+     "        y = h * 3\n        y.data = h * 2\n        return y + 1",
+     "        y = (h * 2).detach()\n        return y + 1"),
+    ("real-assign", "FL112", "GB0058",
+     "        c = torch.complex(h, h)\n        c.real = h * 2\n        return c.abs()",
+     "        c = torch.complex(h * 2, h)\n        return c.abs()"),
+    ("data-ptr-comparison", "FL112", "GB5976",
+     "        y = h[:2]\n        if y.data_ptr() == h.data_ptr():\n            return y * 2\n        return y",
+     "        y = h[:2]\n        return y * 2"),
+    ("to-sparse", "FL112", "GB0015",
+     "        return (h.to_sparse() * 2).to_dense()",
+     "        return h * 2"),
+    ("check-string-message", "FL112", "GB9840",
+     "        torch._check(h.shape[0] > 0, 'need rows')\n        return h * 2",
+     "        torch._check(h.shape[0] > 0, lambda: 'need rows')\n        return h * 2"),
+    ("check-lambda-over-tensor", "FL112", "GB9158",
+     "        torch._check(h.shape[0] > 0, lambda: f'got {h.shape}')\n        return h * 2",
+     "        rows = h.shape[0]\n        torch._check(rows > 0, lambda: f'got {rows}')\n        return h * 2"),
+    ("generator-manual-seed", "FL112", "GB7650",
+     "        self.g.manual_seed(1)\n        return h * 2",
+     "        return h * 2",
+     "        self.g = torch.Generator().manual_seed(0)\n"),
+    ("jit-script-submodule", "FL112", "GB4695",
+     "        return self.scripted(h) * 2",
+     "        return self.lin(h) * 2",
+     "        self.scripted = torch.jit.script(nn.Linear(8, 8))\n"),
+    ("module-built-in-forward", "FL112", "GB0264",
+     "        return nn.Linear(8, 8)(h)",
+     "        return self.lin(h)"),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _small_torch():
+    need("torch", "the forms are measured under torch.compile")
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _measure(path: Path):
+    from fusionlint.confirm.measure import isolated_torch_config, measure
+
+    with isolated_torch_config():
+        module = load_module(path)
+        return measure(module.Model, module.example_inputs, device="cpu", user_files=[str(path)],
+                       compile_kwargs={"backend": "eager"})
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_form_breaks_and_its_fix_does_not(case, tmp_path: Path):
+    name, code, gb, bad_body, good_body, *init = case
+    head = _HEAD + "".join(init) + _FORWARD
+    rule = rule_for(code)
+    assert gb in rule.gb_ids, f"{code} should list {gb} in gb_ids"
+    bad_path, good_path = tmp_path / f"bad_{name.replace('-', '_')}.py", tmp_path / f"good_{name.replace('-', '_')}.py"
+    bad_path.write_text(head + bad_body + "\n" + _TAIL, encoding="utf-8")
+    good_path.write_text(head + good_body + "\n" + _TAIL, encoding="utf-8")
+
+    flagged = static_findings(rule, bad_path)
+    assert flagged, f"{code} does not flag the {name} form"
+    assert not static_findings(rule, good_path), f"{code} flags the fixed {name} form"
+    flagged_lines = {ln for f in flagged for ln in range(f.line, f.end_line + 1)}
+
+    bad, good = _measure(bad_path), _measure(good_path)
+    assert bad.eager_ok and bad.compiled_ok, (bad.eager_error, bad.compiled_error)
+    sites = [s for s in bad.break_sites if s.file and Path(s.file).resolve() == bad_path.resolve()]
+    assert any(s.gb == gb and s.line in flagged_lines for s in sites), (
+        f"{name}: expected {gb} on a flagged line {sorted(flagged_lines)}, measured {[(s.gb, s.line) for s in sites]}"
+        f" others={bad.other_break_sites} skips={bad.frame_skips}"
+    )
+    assert good.eager_ok and good.compiled_ok, (good.eager_error, good.compiled_error)
+    assert not (good.break_sites or good.other_break_sites or good.frame_skips), (
+        f"{name}: the fixed form breaks: {good.break_sites} {good.other_break_sites} {good.frame_skips}"
+    )
