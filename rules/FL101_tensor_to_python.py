@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fusionlint.analysis.bindings import sole_value
+from fusionlint.semantic.bindings import sole_value
 from fusionlint.analysis.walk import iter_nodes
-from fusionlint.analysis.guards import PYTHON
+from fusionlint.semantic.guards import PYTHON
 from fusionlint.analysis.judge import TensorJudge
 from fusionlint.rule import Effect, Invalid, Rule
 

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.eager_only_default import filled_only_in_eager, first_failing_read
-from fusionlint.analysis.is_compiling import is_compiling_test
+from fusionlint.semantic.is_compiling import is_compiling_test
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 

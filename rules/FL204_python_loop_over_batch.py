@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.bindings import target_names
+from fusionlint.semantic.bindings import target_names
 from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.bindings import target_names
+from fusionlint.semantic.bindings import target_names
 from fusionlint.analysis.walk import children
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
 

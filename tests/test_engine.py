@@ -7,7 +7,7 @@ import libcst as cst
 from fusionlint.analysis.compiled import mark_compiled
 from fusionlint.analysis.index import Collector
 from fusionlint.analysis.project import ProjectIndex
-from fusionlint.analysis.tensors import TensorFacts
+from fusionlint.semantic.tensors import TensorFacts
 from fusionlint.engine import Engine
 from fusionlint.registry import all_rules
 
@@ -193,7 +193,7 @@ def test_project_index_knows_disabled_functions_across_files():
 
 
 def test_bindings_record_plain_values_and_mark_the_rest():
-    from fusionlint.analysis.bindings import bindings, sole_value
+    from fusionlint.semantic.bindings import bindings, sole_value
 
     fn = cst.parse_module(
         "def f(x, *rest):\n    y = x.t()\n    for i in x:\n        pass\n    a, b = 1, 2\n    z: int = 3\n    z += 1\n"

@@ -21,7 +21,7 @@ import pytest
 
 from fusionlint import precheck
 from fusionlint.analysis.literals import int_literal
-from fusionlint.analysis.tensors import TensorFacts
+from fusionlint.semantic.tensors import TensorFacts
 from fusionlint.engine import Engine
 from fusionlint.files import SourceError, read_source_encoded
 from fusionlint.precheck import MAX_DEPTH, tree_shape

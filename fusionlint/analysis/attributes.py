@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 import libcst as cst
 
-from fusionlint.analysis.tensors import torch_call_returns_tensor
+from fusionlint.semantic.tensors import torch_call_returns_tensor
 from fusionlint.analysis.walk import children, iter_nodes
 
 # ---------------------------------------------------------------------------------------------

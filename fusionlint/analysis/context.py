@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, TypeVar
 
 import libcst as cst
 
-from fusionlint.analysis.bindings import bindings
+from fusionlint.semantic.bindings import bindings
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo, ParentLink
-from fusionlint.analysis.is_compiling import skipped_while_compiling
+from fusionlint.semantic.is_compiling import skipped_while_compiling
 from fusionlint.analysis.names import resolve
 from fusionlint.analysis.project import ProjectIndex
-from fusionlint.analysis.tensors import TensorFacts
+from fusionlint.semantic.tensors import TensorFacts
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Applicability, Effect
 
@@ -157,7 +157,7 @@ class RuleContext:
         return fn._facts  # type: ignore[return-value]
 
     def bindings(self, function: Optional[FunctionInfo] = None) -> dict:
-        """name -> values of its bindings in the function (see fusionlint.analysis.bindings)."""
+        """name -> values of its bindings in the function (see fusionlint.semantic.bindings)."""
         fn = function or self.function
         if fn is None:
             return {}

@@ -59,7 +59,7 @@ class FunctionInfo:
     # callees as written ("self.embed", "norm_rows") whose project function returns a tensor (project model)
     tensor_calls: frozenset[str] = frozenset()
     _facts: object = None  # TensorFacts, computed lazily
-    _bindings: object = None  # fusionlint.analysis.bindings.bindings(node), computed lazily
+    _bindings: object = None  # fusionlint.semantic.bindings.bindings(node), computed lazily
 
     @property
     def chain(self) -> Optional[str]:
@@ -254,7 +254,7 @@ class Collector:
             elif ctor and ctor.rsplit(".", 1)[-1][:1].isupper():
                 cls.submodules[attr] = ctor
             elif ctor.startswith("torch."):
-                from fusionlint.analysis.tensors import torch_call_returns_tensor  # (cycle: tensors imports index)
+                from fusionlint.semantic.tensors import torch_call_returns_tensor  # (cycle: tensors imports index)
 
                 if torch_call_returns_tensor(ctor):  # torch.ones(...) yes; torch.device(...) no
                     cls.tensor_attrs.add(attr)

@@ -12,10 +12,10 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.bindings import target_names
-from fusionlint.analysis.is_compiling import is_compiling_test
+from fusionlint.semantic.bindings import target_names
+from fusionlint.semantic.is_compiling import is_compiling_test
 from fusionlint.analysis.scope import function_nodes
-from fusionlint.analysis.tensors import NON_TENSOR_METHODS, TENSOR_ATTRS, torch_call_returns_tensor
+from fusionlint.semantic.tensors import NON_TENSOR_METHODS, TENSOR_ATTRS, torch_call_returns_tensor
 
 # (report node, message, pending fix or None): what the shared checkers (control_flow, dynamic_shapes,
 # side_effects) return; FL108 reports them inside autograd.Function bodies, the others elsewhere.

@@ -4,7 +4,7 @@
 returning ``node is fn``), on ``fusionlint.analysis.walk``'s field walk, which does not rebuild nodes:
 everything under ``fn`` (decorators, parameters, annotations, body) without entering nested function
 definitions. Class bodies and lambdas written inside ``fn`` are entered, as the visitor did.
-``fusionlint.analysis.bindings`` answers the narrower "which values does each local name get"
+``fusionlint.semantic.bindings`` answers the narrower "which values does each local name get"
 (body only, nested classes and lambdas excluded); the scans here keep their own rules' semantics.
 """
 
@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from fusionlint.analysis.bindings import target_names
+from fusionlint.semantic.bindings import target_names
 from fusionlint.analysis.walk import children
 
 

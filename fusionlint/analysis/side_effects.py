@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.is_compiling import skipped_while_compiling
+from fusionlint.semantic.is_compiling import skipped_while_compiling
 from fusionlint.analysis.judge import Found
 from fusionlint.project.summary import is_logger_factory as _is_logger_factory
 from fusionlint.rule import Applicability
@@ -82,7 +82,7 @@ class SideEffectChecker:
 
     @staticmethod
     def guarded(node: cst.CSTNode, ctx) -> bool:
-        """In code Dynamo never traces (``fusionlint.analysis.is_compiling``)."""
+        """In code Dynamo never traces (``fusionlint.semantic.is_compiling``)."""
         return skipped_while_compiling(ctx.iter_parents(), ctx.qualname, node)
 
     def check_Call(self, node: cst.Call, ctx) -> list[Found]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fusionlint.analysis.judge import TENSOR_METHODS
-from fusionlint.analysis.tensors import torch_call_returns_tensor
+from fusionlint.semantic.tensors import torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
 from fusionlint.precheck import MAX_NODES
 from fusionlint.semantic.values import NOTHING, LocalValues, Value, dotted, function_values, resolve

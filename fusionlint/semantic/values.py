@@ -20,7 +20,7 @@ import ast
 from typing import Callable, Optional
 
 from fusionlint.analysis.names import through_aliases
-from fusionlint.analysis.tensors import (
+from fusionlint.semantic.tensors import (
     NON_TENSOR_ATTRS,
     NON_TENSOR_METHODS,
     SEQUENCE_METHODS,

@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.guards import TENSOR, narrowed
+from fusionlint.semantic.guards import TENSOR, narrowed
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.names import dotted, resolve

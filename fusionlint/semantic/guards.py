@@ -3,7 +3,7 @@
 ``if isinstance(t, torch.Tensor): n = int(t)`` — inside the branch ``t`` is a tensor whatever the
 callers pass; ``if x is None: ...`` / ``if isinstance(n, int): ...`` / ``if not torch.is_tensor(s): ...``
 — inside it ``x``/``n``/``s`` is not. The answer is per ``Name`` node (libcst nodes hash by identity),
-so the flow-insensitive facts of ``fusionlint.analysis.tensors`` stay as they are everywhere else.
+so the flow-insensitive facts of ``fusionlint.semantic.tensors`` stay as they are everywhere else.
 
 A guarded region ends at the first statement that rebinds the name (``t = t.tolist()``): reads after
 it see the new value. A positive guard on a name that is never a tensor (bound only to a shape, a size or a Python number,
