@@ -106,3 +106,31 @@ def test_a_dtype_guarded_tensor_condition_says_when_it_breaks(tmp_path):
         """})
     messages = [f.message for f in lint(plain) if f.code == "FL102"]
     assert len(messages) == 1 and "holds" not in messages[0]
+
+
+# transformers/models/big_bird/modeling_big_bird.py:1528 `self.encoder.set_attention_type(value)`: a method
+# of a submodule called from forward is traced in place (Dynamo inlines it), so it is compiled code
+def test_a_submodules_method_called_from_forward_is_compiled(tmp_path):
+    root = project(tmp_path, {"enc.py": HEAD + """
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.scale = nn.Parameter(torch.ones(1))
+
+            def rescale(self, x):
+                return x * self.scale.item()
+
+            def unused(self, x):
+                return x.sum().item()
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = Encoder()
+
+            def forward(self, x):
+                return self.encoder.rescale(x)
+        """})
+    found = [f for f in lint(root) if f.code == "FL101"]
+    assert [(f.path, f.line) for f in found] == [("enc.py", 9)]
+    assert found[0].chain == ("Model.forward", "Encoder.rescale")

@@ -473,6 +473,9 @@ class _Propagation:
             if site.how == "super":
                 return None
             return self._attribute_call(summary, cls, site.target)
+        if site.how == "self-sub" and cls is not None:
+            attr, _, method = site.target.partition(".")
+            return self._attribute_call(summary, cls, attr, method)
         if site.how == "name":
             p._probe(summary, f"{fn.qualname}.<locals>.{site.target}")
             p._probe(summary, site.target)
@@ -495,17 +498,20 @@ class _Propagation:
             return None
         return found[1], found[2], found[2].cls is not None, f"{found[1].module}.{found[2].qualname}"
 
-    def _attribute_call(self, summary: FileSummary, cls: ClassSummary, attr: str):
-        """``self.attr(...)``: the forward of a project submodule, or ``__call__`` of an object."""
+    def _attribute_call(self, summary: FileSummary, cls: ClassSummary, attr: str, method_name: Optional[str] = None):
+        """``self.attr(...)``: the forward of a project submodule, or ``__call__`` of an object;
+        ``self.attr.method_name(...)``: that method of the attribute's project class."""
         for owner, fact in self.p.attributes(summary, cls).get(attr, ()):
             found = self.p.attr_class(owner, fact)
             if found is None:
                 continue
             target_file, target_cls = found
-            if self.p.forward_replaced(target_file, target_cls):
+            if method_name is None and self.p.forward_replaced(target_file, target_cls):
                 continue  # its forward is a dispatcher, the body is not what is traced (as for entries)
-            kind = self.p.class_kind(target_file, target_cls)
-            name = "forward" if kind == "module" else "__call__"
+            if method_name is not None:
+                name = method_name
+            else:
+                name = "forward" if self.p.class_kind(target_file, target_cls) == "module" else "__call__"
             method = self.p.method(target_file, target_cls, name)
             if method is None:
                 continue

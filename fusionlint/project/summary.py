@@ -51,7 +51,7 @@ class Param:
 
 @dataclass(slots=True)
 class CallSite:
-    how: str  # "self" | "super" | "name" | "dotted" | "self-attr"
+    how: str  # "self" | "super" | "name" | "dotted" | "self-sub" (``self.sub.method``)
     target: str  # method / attribute / name / dotted name (resolved through the imports)
     args: list[Optional[Value]]  # None for *args
     kwargs: dict[str, Value]
@@ -331,6 +331,9 @@ class _Summarizer:
                 how, target = "self", func.attr
             elif isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super":
                 how, target = "super", func.attr
+            elif isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
+                # `self.encoder.set_mode(x)`: a method of a submodule (or attribute object), traced in place
+                how, target = "self-sub", f"{recv.attr}.{func.attr}"
             else:
                 name = dotted(func)
                 if name is None or name.split(".", 1)[0] in values.env:
