@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fusionlint.analysis.attributes import classify_use, collect_writes, recompiles_every_value, scalar_kind, self_attr
+from fusionlint.analysis.attributes import (
+    classify_use,
+    collect_writes,
+    function_of,
+    recompiles_every_value,
+    scalar_kind,
+    self_attr,
+)
 from fusionlint.analysis.buffer_fix import buffer_fix
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
 
@@ -19,6 +26,13 @@ compiled code feeds to a tensor op, when the program also changes it after const
 another method of the class (`def anneal(self): self.threshold *= 0.99`) or from outside
 (`model.threshold = ...` / `model.threshold *= ...` in the same file; writes through
 `args.`/`cfg.`/`config.`-style objects are ignored). It reports the op that reads it.
+
+A setting chosen between runs is not a schedule and is not flagged: when every change is a method
+of the class assigning a literal or a parameter with a default (`def enable_tiling(self,
+tile_size=2.0): self.tile_size = tile_size`), each call costs one compile for the new setting
+(measured, torch 2.13 CPU: one `enable_tiling()` call between two runs of 5 forwards: 1 recompile, 2 graphs), not
+one per forward. `self.t *= 0.99`, `self.t = max(1.0, self.t * 0.99)` and `def set_cap(self,
+value): self.cap = value` (a value the caller computes, maybe every step) still count.
 
 Writes in *other* files are not counted: the project index knows only where `obj.threshold = ...`
 occurs, not what `obj` is, and attribute names collide: counting them gave 10 findings on torch
@@ -123,6 +137,39 @@ https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming
 """
 
 
+def _configured_value(value: cst.BaseExpression, fn) -> bool:
+    """A literal (`True`, `512`, `"full"`, `None`) or a parameter of the setter that has a default
+    (`def enable_tiling(self, tile_size=512)`): a choice made once, not a value computed every step."""
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        return _configured_value(value.expression, fn)
+    if isinstance(value, cst.Name):
+        if value.value in ("True", "False", "None"):
+            return True
+        params = fn.node.params if fn is not None else None
+        if params is not None:
+            for p in [*params.params, *params.kwonly_params]:
+                if p.name.value == value.value:
+                    return p.default is not None
+    return False
+
+
+def _only_configured(ctx, cls, writes) -> bool:
+    """Every change of the attribute is a plain assignment, in a method of the class, of a configured
+    value (issue 9's `enable_tiling()` false positive): each such call costs one compile for the new
+    setting, not one per forward. Writes from other code, augmented assignments (`self.t *= 0.9`)
+    and computed values (`self.t = max(1.0, self.t * 0.99)`) are schedules."""
+    if writes.same_file or writes.other_files or not writes.in_class:
+        return False
+    for method, stmt, _ in writes.in_class:
+        if not isinstance(stmt, cst.Assign):
+            return False
+        if not _configured_value(stmt.value, function_of(ctx, cls, method, stmt)):
+            return False
+    return True
+
+
 def _cls_src(body: str) -> str:
     return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n" + body
 
@@ -138,6 +185,14 @@ class MutatedScalarAttribute(Rule):
     docs = _DOCS
 
     VALID = [
+        # a configuration setter (issue 9's `enable_tiling()` false positive): one compile per setting
+        _cls_src(
+            "    def __init__(self):\n        super().__init__()\n        self.use_tiling = False\n"
+            "        self.tile_size = 4.0\n\n"
+            "    def enable_tiling(self, tile_size: float = 2.0):\n        self.use_tiling = True\n"
+            "        self.tile_size = tile_size\n\n"
+            "    def forward(self, x):\n        return x.clamp(-self.tile_size, self.tile_size)\n"
+        ),
         # constant threshold, never changed: harmless (FL901's business, off by default)
         _cls_src(
             "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
@@ -278,6 +333,8 @@ class MutatedScalarAttribute(Rule):
         writes = collect_writes(ctx, cls, attr)
         if not writes.outside_compiled or any(compiled for _, _, compiled in writes.in_class):
             return  # never changed (FL901), or changed inside compiled code (FL203's finding)
+        if _only_configured(ctx, cls, writes):
+            return  # `enable_tiling(tile_size=512)`: a setting chosen between runs, one compile per choice
         where = writes.where(cls.name)
         if kind == "int":
             why = f"`self.{attr}` is a Python int (an int attribute of an nn.Module is guarded by value)"
