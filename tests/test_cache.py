@@ -6,6 +6,7 @@ never through timing.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -530,3 +531,21 @@ def test_a_logger_imported_from_another_file_is_cached_and_its_edit_seen(tmp_pat
     edited = _run(root)
     assert ("user.py", "FL104") not in [(f.path, f.code) for f in edited.result.findings]
     assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_chains_are_the_same_in_processes_with_different_hash_seeds(tmp_path):
+    # two torch.compile targets reach one helper: the first chain wins, and "first" must not follow the
+    # set order of the compile targets (which changes with PYTHONHASHSEED)
+    (tmp_path / "m.py").write_text(
+        "import torch\n\n\ndef helper(x):\n    return x.sum().item()\n\n\n"
+        + "".join(f"def entry_{name}(x):\n    return helper(x)\n\n\n" for name in ("a", "b", "c", "d", "e", "f"))
+        + "".join(f"fast_{name} = torch.compile(entry_{name})\n" for name in ("a", "b", "c", "d", "e", "f"))
+    )
+    chains = set()
+    for seed in ("1", "2", "3", "4", "5"):
+        out = subprocess.run(
+            [sys.executable, "-m", "fusionlint", "check", str(tmp_path / "m.py"), "--no-cache", "--format", "json"],
+            capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        chains.add(tuple(f["context"] for f in json.loads(out.stdout)["findings"]))
+    assert len(chains) == 1, chains

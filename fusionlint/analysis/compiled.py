@@ -94,7 +94,7 @@ def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:
     for fn in index.functions.values():
         if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
             enter(fn, (fn.qualname,), "compiled")
-    for target in index.compile_targets:
+    for target in sorted(index.compile_targets):  # a set: sorted, so chains do not follow the hash seed
         fn = index.functions.get(target)
         if fn is not None:
             enter(fn, (fn.qualname,), "compiled")

@@ -423,7 +423,7 @@ class _Propagation:
         for fn in summary.functions.values():
             if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
                 self._enter(summary, fn, (fn.qualname,), "compiled")
-        for target in summary.compile_targets:
+        for target in sorted(summary.compile_targets):  # a set: sorted, so the first chain is the same in every process
             self.p._probe(summary, target)
             fn = summary.functions.get(target)
             if fn is not None:
