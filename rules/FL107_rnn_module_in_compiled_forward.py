@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.dominance import FirstPerBlock
 from fusionlint.rule import Effect, Invalid, Rule
 
 _RNN_CLASSES = frozenset({"LSTM", "GRU", "RNN"})
@@ -129,8 +130,7 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
 
     def __init__(self) -> None:
         super().__init__()
-        self._ended: set[int] = set()  # blocks of forwards already ended by a reported RNN call
-        self._keep: list = []
+        self._ended = FirstPerBlock()  # blocks of forwards already ended by a reported RNN call
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
@@ -163,11 +163,8 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
         if in_forward:
             # Dynamo cannot resume after this break ("skipping the rest of the function"): a later RNN
             # call in the same block, or nested below it, is never traced, so it is no break site of its own
-            suites = [p for p in ctx.iter_parents() if isinstance(p, (cst.IndentedBlock, cst.Module))]
-            if any(id(suite) in self._ended for suite in suites):
+            if not self._ended.first(id(ctx.function), ctx):
                 return
-            self._ended.add(id(suites[0]) if suites else 0)
-            self._keep.append(suites[0] if suites else None)  # ids stay unique while the nodes live
         ctx.report(
             node,
             f"`self.{attr}` is an nn.{kind}{where_assigned}: Dynamo does not trace it (\"Attempted to wrap RNN, GRU, or LSTM\", "

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.dominance import FirstPerBlock
 from fusionlint.rule import Effect, Invalid, Rule
 
 _DOCS = """
@@ -206,20 +207,14 @@ class TrainEvalModeRecompile(Rule):
 
     def __init__(self) -> None:
         super().__init__()
-        # (function, flag) -> ids of the blocks where that flag was already used: the first use installs
-        # the guard, and a later use in the same block or below it reuses it (no second recompile)
-        self._guarded: dict[tuple[int, str], set[int]] = {}
-        self._keep: list = []  # the blocks themselves, so their ids stay unique during the file
+        # per (function, flag): the first use installs the guard, a later use in the same block or below
+        # it reuses it (no second recompile)
+        self._guarded = FirstPerBlock()
 
     def _check(self, node: cst.BaseExpression, what: str, ctx) -> None:
         use = _consumed(node, ctx.parents, ctx.qualname)
         if use is None:
             return
-        suites = [p for p in ctx.iter_parents() if isinstance(p, (cst.IndentedBlock, cst.Module))]
-        seen = self._guarded.setdefault((id(ctx.function), what), set())
-        if any(id(suite) in seen for suite in suites):
+        if not self._guarded.first((id(ctx.function), what), ctx):
             return
-        if suites:
-            seen.add(id(suites[0]))
-            self._keep.append(suites[0])
         ctx.report(node, f"{what}, used as {use}, {_MESSAGE}")
