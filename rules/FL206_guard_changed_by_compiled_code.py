@@ -145,6 +145,38 @@ def _compiled_writes(ctx, attr: str) -> Optional[list[_Write]]:
     return out
 
 
+def _order(ctx, fn) -> dict[int, int]:
+    """id(node) -> its place in ``fn`` in source order (pre-order walk; nested defs left out)."""
+    return ctx.memo(("fl206-order", id(fn.node)), lambda: {id(n): i for i, n in enumerate(iter_nodes(fn.node, (cst.CSTNode,)))})
+
+
+def _changed_after(ctx, fn, read: cst.CSTNode, attr: str, write: _Write) -> bool:
+    """Does ``fn`` change ``self.<attr>`` after ``read`` runs: an assignment below it in ``fn`` itself, or a
+    call of the writing method (``self.m(...)``, ``self.sub.m(...)``, ``super().m(...)``) below it? A
+    change *before* the read is not guarded (measured: a setter called first, then `if self.shift_size >
+    0:`, fails its own condition's guard instead, and an unconditional store before the read: 0 recompiles)."""
+    order = _order(ctx, fn)
+    at = order.get(id(read))
+    if at is None:
+        return False
+    if write.method == fn.qualname:
+        for stmt in iter_nodes(fn.node, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+            if any(self_attr(t) == attr for t in targets) and order.get(id(stmt), -1) > at:
+                return True
+        return False
+    name = write.method.rsplit(".", 1)[-1]
+    for call in iter_nodes(fn.node, (cst.Call,)):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == name and order.get(id(call), -1) > at:
+            receiver = func.value
+            if (isinstance(receiver, cst.Name) and receiver.value == "self") or self_attr(receiver) is not None or (
+                isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super"
+            ):
+                return True
+    return False
+
+
 def _scalar_evidence(ctx, attr: str, node, parents) -> bool:
     if _compared_with_literal(node, parents):
         return True
@@ -175,7 +207,7 @@ def _path(expr: cst.BaseExpression, roots: frozenset[str]) -> Optional[str]:
 
 @dataclass
 class _ArgumentState:
-    writes: dict[str, str]  # "cache.is_updated" -> the code of the first write
+    writes: dict[str, list[cst.CSTNode]]  # "cache.is_updated" -> the statements writing it
     locals: dict[str, str]  # local name -> the path it was read from
     targets: frozenset[int]  # ids of write targets (not reads)
 
@@ -186,7 +218,7 @@ def _argument_state(ctx, fn) -> _ArgumentState:
     if fn.cls is not None and names and "staticmethod" not in " ".join(fn.decorators):
         names = names[1:]  # self / cls: module state is the other half of the rule
     roots = frozenset(names)
-    writes: dict[str, str] = {}
+    writes: dict[str, list[cst.CSTNode]] = {}
     local: dict[str, str] = {}
     targets: set[int] = set()
     if not roots:
@@ -198,7 +230,7 @@ def _argument_state(ctx, fn) -> _ArgumentState:
                 path = _path(target, roots)
                 if path is not None:
                     targets.add(id(target))
-                    writes.setdefault(path, ctx.code(stmt).strip())
+                    writes.setdefault(path, []).append(stmt)
     for stmt in iter_nodes(fn.node.body, (cst.Assign,)):
         if len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name):
             path = _path(stmt.value, roots)
@@ -244,6 +276,12 @@ class GuardChangedByCompiledCode(Rule):
         _cls_src(
             "    def forward(self, x, cache):\n        if cache.is_updated.get(0):\n            return x\n"
             "        return x * 2\n"
+        ),
+        # stored before it is read: the read sees the stored value, no guard on the old one (measured: 0 recompiles)
+        _cls_src(
+            "    def __init__(self):\n        super().__init__()\n        self.shift_size = 3\n\n"
+            "    def forward(self, x):\n        self.shift_size = 0\n        if self.shift_size > 0:\n"
+            "            x = torch.roll(x, self.shift_size, 1)\n        return x * 2\n"
         ),
         # an argument's state written but never read as a condition
         _cls_src(
@@ -314,6 +352,9 @@ class GuardChangedByCompiledCode(Rule):
         writes = _compiled_writes(ctx, attr)
         if not writes or not _scalar_evidence(ctx, attr, node, parents):
             return
+        writes = [w for w in writes if _changed_after(ctx, ctx.function, node, attr, w)]
+        if not writes:
+            return
         if not self._guarded.first((id(ctx.function), "self", attr), ctx):
             return
         write = writes[0]
@@ -365,9 +406,14 @@ class GuardChangedByCompiledCode(Rule):
             parents = parents[i:]
         if _condition_of(read, parents) is None:
             return
+        order = _order(ctx, fn)
+        at = order.get(id(read), -1)
+        later = [w for w in state.writes[path] if order.get(id(w), -1) > at]
+        if not later:
+            return  # changed before it is read: the read sees the new value, no guard on the old one
         if not self._guarded.first((id(fn), path), ctx):
             return
-        code = state.writes[path]
+        code = ctx.code(later[0]).strip()
         ctx.report(
             read,
             f"`{path}` (state of an argument object) is read as a condition, so Dynamo guards on it, and the "

@@ -134,3 +134,69 @@ def test_a_submodules_method_called_from_forward_is_compiled(tmp_path):
     found = [f for f in lint(root) if f.code == "FL101"]
     assert [(f.path, f.line) for f in found] == [("enc.py", 9)]
     assert found[0].chain == ("Model.forward", "Encoder.rescale")
+
+
+# transformers/models/big_bird/modeling_big_bird.py:1580: the compiled forward calls a setter that assigns
+# the attribute its condition reads (guard `self.attention_type == 'block_sparse'` failed in the bench);
+# here the setter lives in a base class of another file, so only the project model sees the write
+def test_setter_called_from_compiled_code_changes_the_guarded_attribute(tmp_path):
+    root = project(tmp_path, {
+        "base.py": HEAD + """
+        class SparseBase(nn.Module):
+            def set_attention_type(self, value: str):
+                if value == self.attention_type:
+                    return
+                self.attention_type = value
+        """,
+        "model.py": HEAD + """
+        from base import SparseBase
+
+        class BigBird(SparseBase):
+            def __init__(self):
+                super().__init__()
+                self.attention_type = "block_sparse"
+
+            def forward(self, x):
+                if self.attention_type == "block_sparse" and x.shape[1] <= 8:
+                    self.set_attention_type("original_full")
+                if self.attention_type == "block_sparse":
+                    return x * 2
+                return x
+
+            def configure(self):
+                self.attention_type = "original_full"
+        """,
+    })
+    found = {(f.path, f.line): f.message for f in lint(root) if f.code == "FL206"}
+    # the forward's first read (its second read reuses the guard), and the setter's own test before its
+    # assignment (the same value: the guard that fails when nothing read it earlier, as in swin's setter)
+    assert sorted(found) == [("base.py", 5), ("model.py", 11)]
+    assert "`SparseBase.set_attention_type` assigns it (base.py:7)" in found[("model.py", 11)]
+    assert "BigBird.forward → " in found[("model.py", 11)]
+
+
+# transformers/models/m2m_100/modeling_m2m_100.py:294: the cache's cross-attention flag is read into a
+# local, tested, and set by the same call (guard `kwargs['cache'].is_updated[0] == False` in the bench)
+def test_argument_flag_set_by_the_compiled_call_is_a_recompile_cause(tmp_path):
+    root = project(tmp_path, {"m2m.py": HEAD + """
+        class Attention(nn.Module):
+            def __init__(self, layer_idx: int = 0):
+                super().__init__()
+                self.k_proj = nn.Linear(8, 8)
+                self.layer_idx = layer_idx
+
+            def forward(self, hidden_states, key_value_states=None, cache=None):
+                is_cross_attention = key_value_states is not None
+                is_updated = False
+                if cache is not None:
+                    is_updated = cache.is_updated.get(self.layer_idx)
+                if is_cross_attention and cache is not None and is_updated:
+                    return hidden_states
+                key_states = self.k_proj(hidden_states)
+                if cache is not None and is_cross_attention:
+                    cache.is_updated[self.layer_idx] = True
+                return hidden_states + key_states
+        """})
+    found = [f for f in lint(root) if f.code == "FL206"]
+    assert [(f.path, f.line) for f in found] == [("m2m.py", 14)]  # the `if`, not the read into the local
+    assert "cache.is_updated[self.layer_idx] = True" in found[0].message
