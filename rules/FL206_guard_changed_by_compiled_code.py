@@ -23,7 +23,9 @@ Flags a condition in compiled code that reads Python state which the compiled co
   ... `cache.is_updated[self.layer_idx] = True`.
 
 The finding sits on the condition (the line Dynamo names when the guard fails) and says which
-write changes the value. The attribute must be a Python value: a module attribute needs evidence of
+write changes the value. Off by default (`--extend-select FL206`): each change costs one compile,
+and most findings on the zoo are transformers' cross-attention cache flag (`cache.is_updated`),
+which flips once per generation. The attribute must be a Python value: a module attribute needs evidence of
 being a number, bool or string (a literal somewhere in the class, or a comparison with one), and
 tensors, submodules, parameters and buffers are left alone.
 
@@ -208,7 +210,7 @@ def _path(expr: cst.BaseExpression, roots: frozenset[str]) -> Optional[str]:
 @dataclass
 class _ArgumentState:
     writes: dict[str, list[cst.CSTNode]]  # "cache.is_updated" -> the statements writing it
-    locals: dict[str, str]  # local name -> the path it was read from
+    locals: dict[str, tuple[str, cst.CSTNode]]  # local name -> (the path it was read from, the first read)
     targets: frozenset[int]  # ids of write targets (not reads)
 
 
@@ -219,7 +221,7 @@ def _argument_state(ctx, fn) -> _ArgumentState:
         names = names[1:]  # self / cls: module state is the other half of the rule
     roots = frozenset(names)
     writes: dict[str, list[cst.CSTNode]] = {}
-    local: dict[str, str] = {}
+    local: dict[str, tuple[str, cst.CSTNode]] = {}
     targets: set[int] = set()
     if not roots:
         return _ArgumentState(writes, local, frozenset())
@@ -235,7 +237,7 @@ def _argument_state(ctx, fn) -> _ArgumentState:
         if len(stmt.targets) == 1 and isinstance(stmt.targets[0].target, cst.Name):
             path = _path(stmt.value, roots)
             if path is not None and path in writes:
-                local[stmt.targets[0].target.value] = path
+                local.setdefault(stmt.targets[0].target.value, (path, stmt.value))
     return _ArgumentState(writes, local, frozenset(targets))
 
 
@@ -248,6 +250,7 @@ class GuardChangedByCompiledCode(Rule):
     name = "guard-changed-by-compiled-code"
     message = "compiled code reads Python state as a condition and changes it: the next call recompiles"
     effects = (Effect.RECOMPILE,)
+    default_enabled = False
     triggers = ("if", "while", "assert")
     measured_on = ("torch 2.13.0 CPU",)
     docs = _DOCS
@@ -323,6 +326,14 @@ class GuardChangedByCompiledCode(Rule):
             line=14,
             count=1,
         ),
+        # whisper's order: read into a local, written, then the local tested (measured: 1 recompile on the `if`)
+        Invalid(
+            _cls_src(
+                "    def forward(self, x, cache):\n        is_updated = cache.is_updated.get(0)\n"
+                "        cache.is_updated[0] = True\n        if is_updated:\n            return x\n        return x * 2\n"
+            ),
+            line=9,
+        ),
         # an argument's attribute tested directly and set in the branch
         Invalid(
             _cls_src(
@@ -381,8 +392,9 @@ class GuardChangedByCompiledCode(Rule):
         if not state.writes:
             return
         parents = ctx.parents
+        source = None  # where the state itself is read (for a local: its assignment)
         if node.value in state.locals:
-            path, read = state.locals[node.value], node
+            (path, source), read = state.locals[node.value], node
         else:
             read, i = node, 0
             # climb to the whole read: `cache.is_updated`, `cache.is_updated[0]`, `cache.is_updated.get(0)`
@@ -407,7 +419,8 @@ class GuardChangedByCompiledCode(Rule):
         if _condition_of(read, parents) is None:
             return
         order = _order(ctx, fn)
-        at = order.get(id(read), -1)
+        # the guard is on the value read, even when a local carries it past the write to the condition
+        at = order.get(id(source if source is not None else read), -1)
         later = [w for w in state.writes[path] if order.get(id(w), -1) > at]
         if not later:
             return  # changed before it is read: the read sees the new value, no guard on the old one
