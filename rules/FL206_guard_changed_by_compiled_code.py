@@ -42,7 +42,9 @@ Measured with torch 2.13.0 CPU (backend eager, 5 calls with the same input shape
 `cache.is_updated.get(self.layer_idx)` into a local, testing it, then setting
 `cache.is_updated[self.layer_idx] = True`, called 5 times with the same cache object: 1 recompile,
 guard `cache.is_updated[0] == False` on the `if` line; with a new cache on every call: 0. A forward
-doing `if not state.ready: state.ready = True`: 1 recompile, guard `state.ready == False`. The
+doing `if not state.ready: state.ready = True`: 1 recompile, guard `state.ready == False`; one doing
+`if prompt_id not in session.prompt_embeddings: session.prompt_embeddings[prompt_id] = ...`
+(sam3_video's order): 1 recompile, guard `not session.prompt_embeddings` on the `if` line. The
 same forwards deciding from the input alone (no stored state), or reading the flag without
 writing it: 0. On real models the recall bench (bench/recall.py) records both: big_bird's
 `set_attention_type` and m2m_100's `is_updated` cross-attention flag.
@@ -333,6 +335,17 @@ class GuardChangedByCompiledCode(Rule):
                 "        cache.is_updated[0] = True\n        if is_updated:\n            return x\n        return x * 2\n"
             ),
             line=9,
+        ),
+        # sam3_video's order: a membership test on an argument's dict, then the key stored (measured: 1 recompile)
+        Invalid(
+            _cls_src(
+                "    def forward(self, x, session, prompt_id: int = 0):\n"
+                "        if prompt_id not in session.prompt_embeddings:\n"
+                "            session.prompt_embeddings[prompt_id] = x.sum(0)\n"
+                "        return x + session.prompt_embeddings[prompt_id]\n"
+            ),
+            line=7,
+            count=1,
         ),
         # an argument's attribute tested directly and set in the branch
         Invalid(
