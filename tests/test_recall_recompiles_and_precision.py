@@ -80,6 +80,32 @@ def test_only_the_first_rnn_of_a_forward_is_a_break_site(tmp_path):
     assert at(lint(root), "FL107") == [("sequencer.py", 12)]
 
 
+# timm's real layout (sequencer.py:137/145): each LSTM in its own `if`. Measured, torch 2.13 CPU, both
+# branches on: 1 break, at the first; the first configured off: 1 break, at the second. One finding, at
+# the first, that names the second and its line
+def test_rnns_in_sibling_branches_give_one_finding_naming_the_later_ones(tmp_path):
+    root = project(tmp_path, {"sequencer.py": HEAD + """
+        class RNN2dBase(nn.Module):
+            def __init__(self, with_vertical=True, with_horizontal=True):
+                super().__init__()
+                self.with_vertical, self.with_horizontal = with_vertical, with_horizontal
+                self.rnn_v = nn.LSTM(8, 8, batch_first=True)
+                self.rnn_h = nn.LSTM(8, 8, batch_first=True)
+
+            def forward(self, x):
+                v = h = x
+                if self.with_vertical:
+                    v, _ = self.rnn_v(x)
+                if self.with_horizontal:
+                    h, _ = self.rnn_h(x)
+                return v + h
+        """})
+    found = [f for f in lint(root) if f.code == "FL107"]
+    assert [(f.path, f.line) for f in found] == [("sequencer.py", 13)]
+    assert "`self.rnn_h`, line 15" in found[0].message
+    assert "breaks when this one is skipped" in found[0].message
+
+
 # transformers/models/bart/modeling_bart.py:304: the tensor condition is only reached in float16
 def test_a_dtype_guarded_tensor_condition_says_when_it_breaks(tmp_path):
     for sub in ("fp16", "plain"):
