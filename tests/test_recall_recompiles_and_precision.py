@@ -160,3 +160,21 @@ def test_a_submodules_method_called_from_forward_is_compiled(tmp_path):
     found = [f for f in lint(root) if f.code == "FL101"]
     assert [(f.path, f.line) for f in found] == [("enc.py", 9)]
     assert found[0].chain == ("Model.forward", "Encoder.rescale")
+
+
+# transformers/models/led/modeling_led.py:419, longformer:776: `new_zeros` sized by `torch.div(seq_len, ...)`
+# with `seq_len` from `query.size()`. Measured, torch 2.13 CPU: 0 breaks over one length (Dynamo evaluates
+# torch.div of constants while tracing), 1 (GB0033) after a second length or with dynamic=True
+def test_a_size_torch_makes_from_shape_numbers_says_it_breaks_once_dynamic(tmp_path):
+    root = project(tmp_path, {"led.py": HEAD + """
+        class LEDSelfAttention(nn.Module):
+            def forward(self, query, window_overlap: int = 4):
+                batch_size, seq_len, num_heads, head_dim = query.size()
+                chunks_count = torch.div(seq_len, window_overlap, rounding_mode="trunc") - 1
+                scores = query.new_zeros((batch_size * num_heads, chunks_count + 1, window_overlap))
+                fixed = query.new_zeros((torch.div(8, 2, rounding_mode="trunc"), 3))
+                return scores, fixed
+        """})
+    found = [f for f in lint(root) if f.code == "FL103"]
+    assert [(f.path, f.line) for f in found] == [("led.py", 7)]
+    assert "once `seq_len` is a dynamic size" in found[0].message

@@ -46,6 +46,12 @@ _BOOL_TORCH = frozenset(
 _BOOL_METHODS = _BOOL_TORCH | {"bool"}
 # Reductions that give a 0-d tensor when called without a dim: `lens.max()`, `torch.argmax(t)`.
 _FULL_REDUCTIONS = frozenset("max min sum prod argmax argmin amax amin count_nonzero".split())
+# torch functions that Dynamo evaluates while tracing when their Python-number arguments are constants:
+# a size made by one is no break until a shape it is computed from becomes dynamic (measured, torch 2.13
+# CPU, `x.new_zeros((b, torch.div(seq_len, 4, rounding_mode="trunc")))` with `seq_len` from `x.size()`,
+# and the same with `torch.floor_divide` and `torch.tensor`: 0 breaks over one length, 1 (GB0033) after a
+# second length (automatic dynamic shapes) or with `dynamic=True`; transformers' LED/Longformer)
+_FOLDED_ON_CONSTANTS = frozenset({"div", "floor_divide", "tensor"})
 # `narrow(dim, start, length)`: a tensor start or length is read on the host (measured GB0033).
 _NARROW_SIZES = {"method": (1, 2), "torch": (2, 3)}
 _ONE_HOT = frozenset({"torch.nn.functional.one_hot", "torch._C._nn.one_hot"})
@@ -96,7 +102,10 @@ class ShapeChecker:
         table = _NEW_FACTORIES if method else _FACTORIES
         if op in table:
             sized = self._tensor_size(node, *table[op], ctx)
-            if sized is not None:
+            if sized is None:
+                return []
+            made = self._from_numbers(sized, ctx)
+            if made is None:
                 return [
                     (
                         node,
@@ -106,7 +115,68 @@ class ShapeChecker:
                         None,
                     )
                 ]
+            call, names = made
+            if not names:  # torch of literal numbers only: a constant while tracing, never a break
+                return []
+            which = ", ".join(f"`{n}`" for n in names)
+            return [
+                (
+                    node,
+                    f"`{text}` is sized by a tensor that `{short(source(ctx, call), 50)}` makes from Python numbers: "
+                    f"graph break (GB0033) and a host sync once {which} is a dynamic size (`dynamic=True`, "
+                    "`mark_dynamic`, or a second length under automatic dynamic shapes); while it is a constant, "
+                    "Dynamo evaluates the call while tracing and nothing breaks; compute the size with Python "
+                    "arithmetic (`//`) instead",
+                    None,
+                )
+            ]
         return []
+
+    def _from_numbers(self, expr: cst.BaseExpression, ctx, depth: int = 0) -> Optional[tuple[cst.Call, list[str]]]:
+        """When ``expr`` is a tensor that a torch function makes from Python numbers only
+        (``torch.div(seq_len, w, rounding_mode="trunc") - 1``, or a name bound only to one): the call and
+        the names it reads, the shape-derived ones (``seq_len`` from ``q.size()``) when there are any."""
+        if depth > 4:
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = expr.left, expr.right
+            if _number(right):
+                return self._from_numbers(left, ctx, depth + 1)
+            if _number(left):
+                return self._from_numbers(right, ctx, depth + 1)
+            return None
+        if isinstance(expr, cst.Name):
+            bound = self._bindings(ctx).get(expr.value) or []
+            found = [self._from_numbers(v, ctx, depth + 1) for v in bound]
+            if len(found) != 1 or found[0] is None:
+                return None
+            return found[0]
+        if not isinstance(expr, cst.Call):
+            return None
+        qual = ctx.qualname(expr.func) or ""
+        if not (qual.startswith("torch.") and qual[6:] in _FOLDED_ON_CONSTANTS):
+            return None
+        names: list[str] = []
+        for arg in expr.args:
+            if arg.star or (arg.keyword is not None and arg.keyword.value not in ("input", "other", "data")):
+                if arg.star:
+                    return None
+                continue
+            value = arg.value
+            if _number(value):
+                continue
+            if self.judge.strong(value, ctx) or ctx.is_tensor(value) or not isinstance(value, cst.Name):
+                return None
+            names.append(value.value)
+        shaped = [n for n in names if n in self._shape_names(ctx)]
+        return expr, shaped or names
+
+    def _shape_names(self, ctx) -> frozenset[str]:
+        """Locals bound from a shape: ``b, n, c = x.size()``, ``n = x.shape[1]``, ``n = x.size(1)``."""
+        fn = ctx.function
+        if fn is None:
+            return frozenset()
+        return ctx.memo(("shape-names", id(fn.node)), lambda: _shape_bound_names(fn.node))
 
     def _one_hot(self, node: cst.Call, ctx) -> list[Found]:
         """``F.one_hot(idx)``: without ``num_classes`` (or with -1) the width is ``idx.max() + 1``, read from the data."""
@@ -290,6 +360,27 @@ class ShapeChecker:
 def _number(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Integer, cst.Float)) or (
         isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer))
+
+
+def _is_shape(expr: cst.BaseExpression) -> bool:
+    """``x.shape``, ``x.size()``, ``x.shape[1]``, ``x.size(1)``."""
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "shape"
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size"
+
+
+def _shape_bound_names(fn: cst.FunctionDef) -> frozenset[str]:
+    names: set[str] = set()
+    for node in function_nodes(fn, (cst.Assign,)):
+        if not _is_shape(node.value):
+            continue
+        for target in node.targets:
+            t = target.target
+            elements = [e.value for e in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [t]
+            names.update(e.value for e in elements if isinstance(e, cst.Name))
+    return frozenset(names)
 
 
 def _plain_bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
