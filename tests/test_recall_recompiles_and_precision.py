@@ -178,3 +178,26 @@ def test_a_size_torch_makes_from_shape_numbers_says_it_breaks_once_dynamic(tmp_p
     found = [f for f in lint(root) if f.code == "FL103"]
     assert [(f.path, f.line) for f in found] == [("led.py", 7)]
     assert "once `seq_len` is a dynamic size" in found[0].message
+
+
+# led:350/463/485 and longformer:707/820/842 broke in the bench's dynamic pass only: a view/reshape/
+# as_strided shape entry made by torch.div of shape numbers. Measured, torch 2.13 CPU: 0 breaks over one
+# length, 1 after a second length; `n // 4` (Python arithmetic) 0 in both
+def test_a_shape_entry_torch_makes_from_shape_numbers_says_it_breaks_once_dynamic(tmp_path):
+    root = project(tmp_path, {"led.py": HEAD + """
+        class LEDSelfAttention(nn.Module):
+            def forward(self, x):
+                a = x.view(x.size(0), torch.div(x.size(1), 4, rounding_mode="trunc"), 4, x.size(2))
+                b, n, d = x.size()
+                r = x.reshape(b, torch.div(n, 4, rounding_mode="trunc"), 4 * d)
+                c = torch.div(n, 4, rounding_mode="trunc") - 1
+                size = (b, c + 1, 4, d)
+                s = x.as_strided(size=size, stride=(1, 1, 1, 1))
+                fine = x.reshape(b, n // 4, 4 * d)
+                const = x.view(b, torch.div(8, 4, rounding_mode="trunc"), -1)
+                return a, r, s, fine, const
+        """})
+    found = [f for f in lint(root) if f.code == "FL103"]
+    assert [f.line for f in found] == [5, 7, 10]
+    assert "once `x.size(1)` is a dynamic size" in found[0].message
+    assert all("once `n` is a dynamic size" in f.message for f in found[1:])

@@ -52,6 +52,9 @@ _FULL_REDUCTIONS = frozenset("max min sum prod argmax argmin amax amin count_non
 # and the same with `torch.floor_divide` and `torch.tensor`: 0 breaks over one length, 1 (GB0033) after a
 # second length (automatic dynamic shapes) or with `dynamic=True`; transformers' LED/Longformer)
 _FOLDED_ON_CONSTANTS = frozenset({"div", "floor_divide", "tensor"})
+# tensor methods taking a shape, measured the same way with a `torch.div(x.size(1), 4, ...)` entry (torch 2.13
+# CPU: 0 breaks over one length, 1 after a second length): LED's `_chunk` view, reshape, as_strided
+_SHAPED_METHODS = frozenset({"view", "reshape", "as_strided"})
 # `narrow(dim, start, length)`: a tensor start or length is read on the host (measured GB0033).
 _NARROW_SIZES = {"method": (1, 2), "torch": (2, 3)}
 _ONE_HOT = frozenset({"torch.nn.functional.one_hot", "torch._C._nn.one_hot"})
@@ -99,6 +102,8 @@ class ShapeChecker:
                     )
                 ]
             return []
+        if method and op in _SHAPED_METHODS:
+            return self._folded_shape(node, op, text, ctx)
         table = _NEW_FACTORIES if method else _FACTORIES
         if op in table:
             sized = self._tensor_size(node, *table[op], ctx)
@@ -115,22 +120,36 @@ class ShapeChecker:
                         None,
                     )
                 ]
-            call, names = made
-            if not names:  # torch of literal numbers only: a constant while tracing, never a break
-                return []
-            which = ", ".join(f"`{n}`" for n in names)
-            return [
-                (
-                    node,
-                    f"`{text}` is sized by a tensor that `{short(source(ctx, call), 50)}` makes from Python numbers: "
-                    f"graph break (GB0033) and a host sync once {which} is a dynamic size (`dynamic=True`, "
-                    "`mark_dynamic`, or a second length under automatic dynamic shapes); while it is a constant, "
-                    "Dynamo evaluates the call while tracing and nothing breaks; compute the size with Python "
-                    "arithmetic (`//`) instead",
-                    None,
-                )
-            ]
+            found = _folded_message(node, text, *made, ctx)
+            return [found] if found else []
         return []
+
+    def _folded_shape(self, node: cst.Call, op: str, text: str, ctx) -> list[Found]:
+        """``x.view(b, torch.div(n, w, rounding_mode="trunc"), w)``, ``.reshape(...)``,
+        ``.as_strided(size=(..., chunks + 1, ...))``: a shape entry torch makes from shape numbers."""
+        if op == "as_strided":
+            given = [a.value for a in node.args if (a.keyword is not None and a.keyword.value == "size")]
+            given = given or [a.value for a in node.args[:1] if a.keyword is None]
+        else:
+            given = [a.value for a in node.args if a.keyword is None and not a.star]
+        if len(given) == 1:
+            given = self._entries(given[0], ctx)
+        for entry in given:
+            made = self._from_numbers(entry, ctx)
+            if made is not None:
+                found = _folded_message(node, text, *made, ctx)
+                return [found] if found else []
+        return []
+
+    def _entries(self, expr: cst.BaseExpression, ctx) -> list[cst.BaseExpression]:
+        """The entries of a shape written as a tuple/list, or a name bound only to one; else [expr]."""
+        if isinstance(expr, cst.Name):
+            bound = self._bindings(ctx).get(expr.value) or []
+            if len(bound) == 1 and isinstance(bound[0], (cst.Tuple, cst.List)):
+                expr = bound[0]
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return [e.value for e in expr.elements if not isinstance(e, cst.StarredElement)]
+        return [expr]
 
     def _from_numbers(self, expr: cst.BaseExpression, ctx, depth: int = 0) -> Optional[tuple[cst.Call, list[str]]]:
         """When ``expr`` is a tensor that a torch function makes from Python numbers only
@@ -157,6 +176,7 @@ class ShapeChecker:
         if not (qual.startswith("torch.") and qual[6:] in _FOLDED_ON_CONSTANTS):
             return None
         names: list[str] = []
+        shaped: list[str] = []
         for arg in expr.args:
             if arg.star or (arg.keyword is not None and arg.keyword.value not in ("input", "other", "data")):
                 if arg.star:
@@ -165,10 +185,13 @@ class ShapeChecker:
             value = arg.value
             if _number(value):
                 continue
+            if _is_shape(value) and not isinstance(value, cst.Attribute):  # `x.size(1)`, `x.shape[1]`
+                shaped.append(short(source(ctx, value), 30))
+                continue
             if self.judge.strong(value, ctx) or ctx.is_tensor(value) or not isinstance(value, cst.Name):
                 return None
             names.append(value.value)
-        shaped = [n for n in names if n in self._shape_names(ctx)]
+        shaped += [n for n in names if n in self._shape_names(ctx)]
         return expr, shaped or names
 
     def _shape_names(self, ctx) -> frozenset[str]:
@@ -360,6 +383,21 @@ class ShapeChecker:
 def _number(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Integer, cst.Float)) or (
         isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer))
+
+
+def _folded_message(node: cst.Call, text: str, call: cst.Call, names: list[str], ctx) -> Optional[Found]:
+    if not names:  # torch of literal numbers only: a constant while tracing, never a break
+        return None
+    which = ", ".join(f"`{n}`" for n in names)
+    return (
+        node,
+        f"`{text}` is sized by a tensor that `{short(source(ctx, call), 50)}` makes from Python numbers: "
+        f"graph break (GB0033) and a host sync once {which} {'are' if len(names) > 1 else 'is'} a dynamic size "
+        "(`dynamic=True`, `mark_dynamic`, or a second length under automatic dynamic shapes); while it is a "
+        "constant, Dynamo evaluates the call while tracing and nothing breaks; compute the size with Python "
+        "arithmetic (`//`) instead",
+        None,
+    )
 
 
 def _is_shape(expr: cst.BaseExpression) -> bool:
