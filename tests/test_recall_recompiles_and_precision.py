@@ -195,9 +195,18 @@ def test_a_shape_entry_torch_makes_from_shape_numbers_says_it_breaks_once_dynami
                 s = x.as_strided(size=size, stride=(1, 1, 1, 1))
                 fine = x.reshape(b, n // 4, 4 * d)
                 const = x.view(b, torch.div(8, 4, rounding_mode="trunc"), -1)
-                return a, r, s, fine, const
+                return a, r, s, fine, const, self._chunk(x, 2)
+
+            @staticmethod
+            def _chunk(hidden_states, window_overlap):  # LED's, arithmetic inside torch.div
+                return hidden_states.view(
+                    hidden_states.size(0),
+                    torch.div(hidden_states.size(1), (window_overlap * 2), rounding_mode="trunc"),
+                    window_overlap * 2,
+                )
         """})
     found = [f for f in lint(root) if f.code == "FL103"]
-    assert [f.line for f in found] == [5, 7, 10]
+    assert [f.line for f in found] == [5, 7, 10, 17]
+    assert "once `hidden_states.size(1)` is a dynamic size" in found[3].message
     assert "once `x.size(1)` is a dynamic size" in found[0].message
-    assert all("once `n` is a dynamic size" in f.message for f in found[1:])
+    assert all("once `n` is a dynamic size" in f.message for f in found[1:3])

@@ -182,17 +182,28 @@ class ShapeChecker:
                 if arg.star:
                     return None
                 continue
-            value = arg.value
-            if _number(value):
-                continue
-            if _is_shape(value) and not isinstance(value, cst.Attribute):  # `x.size(1)`, `x.shape[1]`
-                shaped.append(short(source(ctx, value), 30))
-                continue
-            if self.judge.strong(value, ctx) or ctx.is_tensor(value) or not isinstance(value, cst.Name):
+            if not self._numbers_in(arg.value, ctx, names, shaped):
                 return None
-            names.append(value.value)
         shaped += [n for n in names if n in self._shape_names(ctx)]
-        return expr, shaped or names
+        return expr, list(dict.fromkeys(shaped or names))
+
+    def _numbers_in(self, value: cst.BaseExpression, ctx, names: list[str], shaped: list[str], depth: int = 0) -> bool:
+        """Is ``value`` Python-number arithmetic (numbers, non-tensor names, ``x.size(1)``)? Collects the
+        names it reads into ``names`` and the shape reads into ``shaped``."""
+        if depth > 4:
+            return False
+        if _number(value):
+            return True
+        if _is_shape(value) and not isinstance(value, cst.Attribute):  # `x.size(1)`, `x.shape[1]`
+            shaped.append(short(source(ctx, value), 30))
+            return True
+        if isinstance(value, cst.BinaryOperation):
+            return self._numbers_in(value.left, ctx, names, shaped, depth + 1) and self._numbers_in(
+                value.right, ctx, names, shaped, depth + 1)
+        if not isinstance(value, cst.Name) or self.judge.strong(value, ctx) or ctx.is_tensor(value):
+            return False
+        names.append(value.value)
+        return True
 
     def _shape_names(self, ctx) -> frozenset[str]:
         """Locals bound from a shape: ``b, n, c = x.size()``, ``n = x.shape[1]``, ``n = x.size(1)``."""
