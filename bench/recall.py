@@ -5,6 +5,7 @@
     python bench/recall.py --only 'timm:vit*'    # models whose name matches a glob (repeatable)
     python bench/recall.py --rescore             # static pass only, against the newest saved raw JSON
     python bench/recall.py --rescore bench/results/recall-2025-01-01.json
+    python bench/recall.py --rescore --conditional [--only NAME]   # + the conditional passes
 
 It creates its own venv in .bench/venv (git-ignored) with pinned torch (CPU), timm, transformers, MONAI
 and this checkout of fusionlint (`pip install -e .`, so the static pass runs on the current sources),
@@ -18,6 +19,12 @@ json --select ALL` runs on the installed package sources and the sites are match
 
 Output: per-site HIT/miss lines and the table on stdout, bench/results/recall-<date>.txt, and
 bench/results/recall-<date>.json with the raw sites and executed lines (what --rescore reads).
+
+Some findings state the input under which they break (FL102: "when `x.dtype == torch.float16` holds";
+FL103: "once `seq_len` is a dynamic size"). `--conditional` runs, for each such finding on an executed
+line without a recorded break, the models that executed it again with the condition met (float16 model
+and inputs; `dynamic=True`), and saves those break sites in <raw>-conditional.json beside the raw JSON;
+every later score reads it and prints the conditional rows apart from the plain ones.
 """
 
 from __future__ import annotations
@@ -103,8 +110,19 @@ def cache_dir(name: str, versions: dict) -> Path:
     return BENCH / "cache" / f"{pkg}-{versions[pkg]}+torch-{versions['torch']}"
 
 
-def measure(names: list[str], versions: dict, jobs: int, timeout: int, chunk: int) -> None:
-    """Run the uncached models in worker subprocesses, `jobs` at a time, `chunk` models per worker."""
+def model_dir(name: str, versions: dict, condition: str | None = None) -> Path:
+    """Where a model's measurement is cached; a conditional pass in a folder of its own."""
+    base = cache_dir(name, versions)
+    return base / f"condition-{condition}" if condition else base
+
+
+def measure(names: list[str], versions: dict, jobs: int, timeout: int, chunk: int, condition: str | None = None) -> None:
+    """Run the uncached models in worker subprocesses, `jobs` at a time, `chunk` models per worker
+    (with `condition`: the worker's pass with that condition met, cached apart)."""
+
+    def cache_dir(n: str, versions: dict) -> Path:
+        return model_dir(n, versions, condition)
+
     pending = [n for n in names if not (cache_dir(n, versions) / f"{_safe(n)}.json").exists()]
     log(f"{len(names) - len(pending)} models cached, {len(pending)} to measure with {jobs} workers")
     queue: list[list[str]] = []
@@ -122,7 +140,9 @@ def measure(names: list[str], versions: dict, jobs: int, timeout: int, chunk: in
         while queue and len(running) < jobs:
             group = queue.pop(0)
             cdir = cache_dir(group[0], versions)
-            cmd = [str(PY), str(HERE / "recall_worker.py"), "--cache", str(cdir), "--timeout", str(timeout), *group]
+            cmd = [str(PY), str(HERE / "recall_worker.py"), "--cache", str(cdir), "--timeout", str(timeout)]
+            cmd += ["--condition", condition] if condition else []
+            cmd += group
             proc = subprocess.Popen(cmd, env=env, stdout=sys.stderr, stderr=subprocess.DEVNULL)
             running.append((proc, group, time.monotonic()))
         time.sleep(1)
@@ -201,15 +221,68 @@ def collect(names: list[str], versions: dict, site: str) -> dict:
     }
 
 
+def conditional_targets(raw: dict, findings: list, versions: dict, only: list[str] | None) -> dict[str, list[str]]:
+    """condition -> the models to run with it met: for every graph-break finding (any rule) on an
+    executed line with no recorded break whose message states a measurable condition, the models
+    whose eager forward ran that line (read from their cached measurement)."""
+    executed = {p: recall_match.expand_lines(r) for p, r in raw["coverage"].items()}
+    breaks = [(b["path"], b["line"]) for b in raw["break_sites"]]
+    unconfirmed = recall_match.score(breaks, [], executed, findings).unconfirmed
+    lines: dict[str, set[tuple[str, int]]] = collections.defaultdict(set)
+    for f in unconfirmed:
+        cond = recall_match.stated_condition(f.message)
+        if cond is not None:
+            lines[cond].add((f.path, f.line))
+    names = select([m["name"] for m in raw["models"] if m["status"] == "ok"], only, None)
+    targets: dict[str, list[str]] = {}
+    for cond, wanted in sorted(lines.items()):
+        for n in names:
+            cached = cache_dir(n, versions) / f"{_safe(n)}.json"
+            if not cached.exists():
+                continue
+            cov = json.loads(cached.read_text()).get("coverage", {})
+            ran = {p: recall_match.expand_lines(r) for p, r in cov.items()}
+            if any(line in ran.get(path, ()) for path, line in wanted):
+                targets.setdefault(cond, []).append(n)
+    return targets
+
+
+def collect_conditions(targets: dict[str, list[str]], versions: dict, raw_name: str) -> dict:
+    """The conditional passes' cached results → their raw record (break sites per condition)."""
+    passes = {}
+    for cond, names in sorted(targets.items()):
+        models, breaks = [], {}
+        for n in names:
+            cached = model_dir(n, versions, cond) / f"{_safe(n)}.json"
+            if not cached.exists():
+                log(f"{n} ({cond}): not measured yet, left out")
+                continue
+            r = json.loads(cached.read_text())
+            models.append({k: r.get(k) for k in ("name", "status", "error", "sizes", "calls", "call_errors", "seconds")})
+            for b in r.get("breaks", []):
+                key = f"{b['path']}:{b['line']}"
+                entry = breaks.setdefault(key, {**{k: b[k] for k in ("path", "line", "code")}, "reasons": {}, "models": []})
+                entry["reasons"].setdefault(b["reason"], b["gb"])
+                if n not in entry["models"]:
+                    entry["models"].append(n)
+        passes[cond] = {"models": models, "break_sites": sorted(breaks.values(), key=lambda e: (e["path"], e["line"]))}
+    return {"date": datetime.date.today().isoformat(), "measured_for": raw_name, "versions": versions, "passes": passes}
+
+
+def conditional_path(raw_path: Path) -> Path:
+    return raw_path.with_name(f"{raw_path.stem}-conditional.json")
+
+
 def static_pass(site: str) -> tuple[list[recall_match.Finding], set[str], int]:
     """fusionlint (the venv's, i.e. this checkout) over the installed package sources, every rule."""
-    fusionlint = str(VENV / "bin" / "fusionlint")
+    # this checkout's sources, whatever the (shared) bench venv's editable install points at
+    fusionlint = [str(PY), str(HERE / "recall_lint.py")]
     # cached by the linter's own sources: a rescore after an analysis change reruns it, a second report does not
     digest = hashlib.sha256(site.encode())
     for src in sorted([*(REPO / "fusionlint").rglob("*.py"), *(REPO / "rules").rglob("*.py")]):
         digest.update(src.read_bytes())
     cached = BENCH / f"static-{digest.hexdigest()[:16]}.json"
-    rules = json.loads(subprocess.run([fusionlint, "rules", "--format", "json"], check=True, capture_output=True, text=True).stdout)
+    rules = json.loads(subprocess.run([*fusionlint, "rules", "--format", "json"], check=True, capture_output=True, text=True).stdout)
     default_codes = {r["code"] for r in rules["rules"] if r["default"]}
     dirs = [os.path.join(site, p) for p in recall_models.PACKAGES]
     if cached.exists():
@@ -217,7 +290,7 @@ def static_pass(site: str) -> tuple[list[recall_match.Finding], set[str], int]:
     else:
         log("static pass: fusionlint check --format json --select ALL " + " ".join(recall_models.PACKAGES))
         proc = subprocess.run(
-            [fusionlint, "check", "--format", "json", "--select", "ALL", "--exit-zero", *dirs],
+            [*fusionlint, "check", "--format", "json", "--select", "ALL", "--exit-zero", *dirs],
             capture_output=True,
             text=True,
             cwd=site,
@@ -239,11 +312,15 @@ def static_pass(site: str) -> tuple[list[recall_match.Finding], set[str], int]:
                 break
         if rel is None:
             raise SystemExit(f"cannot place finding path {path!r} under {site}")
-        findings.append(recall_match.Finding(rel, f["line"], f.get("end_line") or f["line"], f["code"], frozenset(f["effects"])))
+        findings.append(
+            recall_match.Finding(
+                rel, f["line"], f.get("end_line") or f["line"], f["code"], frozenset(f["effects"]), f.get("message", "")
+            )
+        )
     return findings, default_codes, len(data["errors"])
 
 
-def report(raw: dict, findings: list, default_codes: set[str], file_errors: int) -> str:
+def report(raw: dict, findings: list, default_codes: set[str], file_errors: int, conditional: dict | None = None) -> str:
     executed = {p: recall_match.expand_lines(r) for p, r in raw["coverage"].items()}
     breaks = [(b["path"], b["line"]) for b in raw["break_sites"]]
     causes = [(c["path"], c["line"]) for c in raw["recompile_causes"]]
@@ -310,10 +387,65 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int)
         out.append(f"- {b['path']}:{b['line']} `{b['code']}` ({len(b['models'])} models): {reason}")
     out += ["", "## Graph-break findings on executed lines where no break was recorded (default rules)", ""]
     out += [f"- {f.path}:{f.line} {f.code}" for f in sorted(default.unconfirmed, key=lambda f: (f.path, f.line))]
+    out += _conditional_section(conditional, default, every, raw, default_findings)
     if failed:
         out += ["", "## Models skipped (failed to build or run)", ""]
         out += [f"- {m['name']}: {(m['error'] or '')[:160]}" for m in failed]
     return "\n".join(out) + "\n"
+
+
+def _conditional_section(conditional: dict | None, default, every, raw: dict, findings: list) -> list[str]:
+    """Findings whose message states a condition (float16, a dynamic size), judged by the pass that ran
+    with it met: real when that pass recorded a break at the finding's line. Kept apart from the plain
+    precision row above, which counts only the plain runs."""
+    out = ["", "## Findings with a stated condition, measured with it met (conditional passes)", ""]
+    if conditional is None:
+        return out + ["No conditional passes saved (`python bench/recall.py --conditional`): not scored."]
+    passes = conditional["passes"]
+    sites = {c: {(b["path"], b["line"]) for b in p["break_sites"]} for c, p in passes.items()}
+    for cond, p in sorted(passes.items()):
+        ok = [m["name"] for m in p["models"] if m["status"] == "ok"]
+        failed = [f"{m['name']} ({(m['error'] or '')[:80]})" for m in p["models"] if m["status"] != "ok"]
+        out.append(
+            f"pass `{cond}`: {len(ok)} models ran ({', '.join(ok) or '-'}); failed: {', '.join(failed) or 'none'}; "
+            f"{len(p['break_sites'])} break sites"
+        )
+    rows = []
+    for label, s in (("default rules", default), ("--select ALL", every)):
+        judged = recall_match.score_conditions(s.unconfirmed, sites)
+        real = sum(j.verdict == "real" for j in judged)
+        rows.append((label, s, judged, real))
+    out += ["", "| measure | default rules | --select ALL |", "|---|---|---|"]
+    (_, d, dj, dr), (_, e, ej, er) = rows
+    out.append(
+        "| precision, plain runs only (as above) | "
+        f"{_pct(d.executed_break_findings_real, d.executed_break_findings)} | {_pct(e.executed_break_findings_real, e.executed_break_findings)} |"
+    )
+    out.append(
+        f"| unconfirmed findings stating a condition whose pass broke at their line | {dr}/{len(dj)} | {er}/{len(ej)} |"
+    )
+    out.append(
+        "| precision, counting a conditional finding real when its condition's pass broke at its line | "
+        f"{_pct(d.executed_break_findings_real + dr, d.executed_break_findings)} | "
+        f"{_pct(e.executed_break_findings_real + er, e.executed_break_findings)} |"
+    )
+    out += ["", "Per finding (default rules):", ""]
+    for j in dj:
+        f = j.finding
+        out.append(f"- {f.path}:{f.line} {f.code}: condition {j.condition or '-'}: {j.verdict}")
+    # what the passes broke on beyond the plain runs' sites: recall under the condition (not in the table)
+    plain = {(b["path"], b["line"]) for b in raw["break_sites"]}
+    by_start, by_path = recall_match.index_findings(findings, recall_match.BREAK_EFFECTS)
+    out += ["", "Break sites recorded only under a condition (models of that pass only; default rules):", ""]
+    for cond, p in sorted(passes.items()):
+        for b in p["break_sites"]:
+            if (b["path"], b["line"]) in plain:
+                continue
+            verdict, codes = recall_match.match_site((b["path"], b["line"]), by_start, by_path)
+            label = {"exact": "HIT ", "span": "span", "miss": "miss"}[verdict]
+            out.append(f"- {label} [{cond}] {b['path']}:{b['line']} `{b['code'][:70]}` [{', '.join(codes) or '-'}]; "
+                       f"{next(iter(b['reasons']))[:70]}")
+    return out
 
 
 def _commit() -> str:
@@ -341,6 +473,9 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=6, help="models per worker process (default 6)")
     parser.add_argument("--rescore", nargs="?", const="latest", metavar="RAW_JSON",
                         help="rerun only the static pass against saved sites (default: the newest results JSON)")
+    parser.add_argument("--conditional", action="store_true",
+                        help="also run the conditional passes (float16, dynamic sizes) for the findings that state one, "
+                             "on the models that executed them; saved as <raw>-conditional.json")
     parser.add_argument("--no-static", action="store_true", help="measure only, skip the static pass and scoring")
     parser.add_argument("--cached-only", action="store_true", help="measure nothing; score the cached models")
     args = parser.parse_args()
@@ -348,7 +483,8 @@ def main() -> int:
     facts = venv_facts()
     RESULTS.mkdir(exist_ok=True)
     if args.rescore:
-        path = Path(args.rescore) if args.rescore != "latest" else max(RESULTS.glob("recall-*.json"), default=None)
+        saved = [p for p in RESULTS.glob("recall-*.json") if not p.name.endswith("-conditional.json")]
+        path = Path(args.rescore) if args.rescore != "latest" else max(saved, default=None)
         if path is None or not path.exists():
             print(f"error: no saved raw sites ({args.rescore}); run bench/recall.py first", file=sys.stderr)
             return 2
@@ -374,7 +510,20 @@ def main() -> int:
             return 0
     commit = _commit()  # the code the static pass runs: taken before it runs, not after
     findings, default_codes, errors = static_pass(facts["site"])
-    text = report(raw, findings, default_codes, errors)
+    cond_path = conditional_path(path)
+    if args.conditional:
+        # --only picks what is measured now; the record holds every target already measured (cached)
+        targets = conditional_targets(raw, findings, facts["versions"], None)
+        for cond, names in sorted(targets.items()):
+            names = select(names, args.only, None)
+            if names:
+                log(f"conditional pass {cond}: {', '.join(names)}")
+                measure(names, facts["versions"], args.jobs, args.timeout, args.chunk, condition=cond)
+        record = collect_conditions(targets, facts["versions"], path.name)
+        cond_path.write_text(json.dumps(record, indent=None, separators=(",", ":")) + "\n")
+        log(f"conditional passes written to {cond_path}")
+    conditional = json.loads(cond_path.read_text()) if cond_path.exists() else None
+    text = report(raw, findings, default_codes, errors, conditional)
     print(text)
     today = datetime.date.today().isoformat()
     # a rescore must not overwrite the text of the measurement it rescored: name it after both, and the commit

@@ -16,6 +16,13 @@ _GUARD_ITEM = re.compile(r"^\s*- (?P<entry>\d+/\d+): (?P<reason>.*)$", re.M)
 # a guard's verbose code part ends with `  # <source line>  # <short path>:<line> in <function>`
 _GUARD_SOURCE = re.compile(r"#\s(?P<code>.*?)\s+#\s(?P<file>\S+\.py):(?P<line>\d+) in (?P<func>\S+)")
 
+# a finding whose message states the input under which it breaks: FL102's "when `x.dtype == torch.float16`
+# holds", FL103's "once `seq_len` is a dynamic size" (see fusionlint/analysis/control_flow.py and
+# dynamic_shapes.py); the bench measures each such condition in a pass of its own
+_DTYPE_CONDITION = re.compile(r"when `[^`]*\.dtype == torch\.(?P<dtype>float16|half|bfloat16)` holds")
+_DYNAMIC_CONDITION = re.compile(r"once `[^`]+`(?:, `[^`]+`)* (?:is|are) a dynamic size")
+CONDITIONS = ("float16", "bfloat16", "dynamic")
+
 BREAK_EFFECTS = frozenset({"graph-break", "host-sync"})
 RECOMPILE_EFFECTS = frozenset({"recompile"})
 
@@ -126,6 +133,7 @@ class Finding:
     end_line: int
     code: str
     effects: frozenset[str]
+    message: str = ""
 
 
 @dataclass
@@ -208,6 +216,41 @@ def score(
             if (f.path, f.line) not in real:
                 s.unconfirmed.append(f)
     return s
+
+
+def stated_condition(message: str) -> str | None:
+    """The measurable condition a finding's message states for its break ("float16", "bfloat16",
+    "dynamic"), or None when it states none."""
+    m = _DTYPE_CONDITION.search(message)
+    if m is not None:
+        return "float16" if m["dtype"] in ("float16", "half") else m["dtype"]
+    if _DYNAMIC_CONDITION.search(message):
+        return "dynamic"
+    return None
+
+
+@dataclass
+class Conditional:
+    """An executed graph-break finding with no break in the plain runs, judged by its condition's pass."""
+
+    finding: Finding
+    condition: str | None  # None: the message states no measurable condition
+    verdict: str  # "real" (the pass broke at its line), "no break" (it did not), "not measured", "no condition"
+
+
+def score_conditions(unconfirmed: list[Finding], passes: dict[str, set[tuple[str, int]]]) -> list[Conditional]:
+    """Each unconfirmed finding against the break sites of the pass run with its stated condition met."""
+    out = []
+    for f in sorted(unconfirmed, key=lambda f: (f.path, f.line, f.code)):
+        cond = stated_condition(f.message)
+        if cond is None:
+            verdict = "no condition"
+        elif cond not in passes:
+            verdict = "not measured"
+        else:
+            verdict = "real" if (f.path, f.line) in passes[cond] else "no break"
+        out.append(Conditional(f, cond, verdict))
+    return out
 
 
 def compress_lines(lines: set[int] | list[int]) -> list[list[int]]:

@@ -1,12 +1,18 @@
 """Measure models for the recall bench (runs inside the bench venv, started by recall.py).
 
     python bench/recall_worker.py --cache DIR --timeout S NAME...
+    python bench/recall_worker.py --cache DIR --timeout S --condition float16 NAME...
 
 For each model: build it (random weights), run it eagerly under a line tracer (coverage of the model
 package's files), then compile it with Dynamo's cheap `eager` backend and call it at 3 batch sizes x the
 model's sizes, in train mode and in eval mode, recording the `graph_breaks` and `recompiles`
 log records. One JSON file per model is written to DIR as soon as it is done; `NAME.started` marks the
 model in progress, so that recall.py can tell which model a crashed worker was on.
+
+`--condition` runs the same compiled calls with a condition that some findings state for their break
+met, and records only the breaks (no coverage, no recompiles): `float16`/`bfloat16` (the model and the
+floating inputs in that dtype), `dynamic` (`torch.compile(..., dynamic=True)`: every size symbolic,
+the sequence length included).
 """
 
 from __future__ import annotations
@@ -90,8 +96,16 @@ def _tracer(package_roots: tuple[str, ...], executed: dict[str, set[int]]):
     return global_
 
 
-def _call(model, built, b, s, train: bool):
+def _cast(value, dtype):
+    if dtype is not None and isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(dtype)
+    return value
+
+
+def _call(model, built, b, s, train: bool, dtype=None):
     args, kwargs = built.make_inputs(b, s)
+    args = tuple(_cast(a, dtype) for a in args)
+    kwargs = {k: _cast(v, dtype) for k, v in kwargs.items()}
     # grad stays enabled in eval mode too: switching grad mode would recompile every frame (a
     # global-state guard) and double the compile time without adding a code-level cause
     model.train(train)
@@ -104,6 +118,41 @@ def _call_order(sizes: list[int]) -> list[tuple[int, int]]:
     is what costs), while every pair is still called."""
     diagonal = [(BATCHES[i % len(BATCHES)], s) for i, s in enumerate(sizes)]
     return diagonal + [(b, s) for s in sizes for b in BATCHES if (b, s) not in diagonal]
+
+
+_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def measure_condition(name: str, condition: str) -> dict:
+    """The compiled calls of `measure` with `condition` met; only the graph breaks are kept."""
+    t0 = time.perf_counter()
+    torch.manual_seed(0)
+    built = recall_models.build(name)
+    dtype = _DTYPES.get(condition)
+    model = built.model.to(dtype) if dtype is not None else built.model.float()
+    torch._dynamo.reset()
+    handler = _install_logging()
+    compiled = torch.compile(model, backend="eager", dynamic=True if condition == "dynamic" else None)
+    errors, calls = [], 0
+    for train in (True, False):
+        for b, s in _call_order(built.sizes[:3]):
+            try:
+                _call(compiled, built, b, s, train, dtype)
+                calls += 1
+            except Exception as exc:
+                errors.append(f"train={train} b={b} s={s}: {type(exc).__name__}: {str(exc)[:200]}")
+    torch._dynamo.reset()
+    return {
+        "name": name,
+        "condition": condition,
+        "status": "ok" if calls else "failed",
+        "error": None if calls else ("compiled calls all failed: " + "; ".join(errors[:3])),
+        "sizes": built.sizes[:3],
+        "calls": calls,
+        "call_errors": errors[:5],
+        "breaks": handler.breaks,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def measure(name: str) -> dict:
@@ -179,6 +228,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--timeout", type=int, default=240)
+    parser.add_argument("--condition", choices=sorted(_DTYPES) + ["dynamic"])
     parser.add_argument("names", nargs="+")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -190,7 +240,7 @@ def main() -> int:
         started.write_text(name)
         signal.alarm(args.timeout)
         try:
-            result = measure(name)
+            result = measure_condition(name, args.condition) if args.condition else measure(name)
         except _Timeout:
             result = {"name": name, "status": "failed", "error": f"timeout after {args.timeout} s"}
         except BaseException as exc:  # noqa: BLE001 - a model that fails to build is reported and skipped

@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from fusionlint.analysis.compiled import mark_compiled
-from fusionlint.analysis.context import NodeEdit, Report, RuleContext
+from fusionlint.analysis.context import LINE_REFS, NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
 from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
@@ -250,7 +250,7 @@ class Engine:
                     end_column=rng.end.column + 1,
                     code=rule.code,
                     name=rule.name,
-                    message=report.message,
+                    message=_message(report, positions),
                     effects=tuple(report.effects if report.effects is not None else rule.effects),
                     severity=rule.severity,
                     context=report.chain,
@@ -260,6 +260,14 @@ class Engine:
             )
         findings.sort(key=lambda f: f.sort_key)
         return findings
+
+
+def _message(report: Report, positions) -> str:
+    """The report's message with the lines of its ``line_refs`` filled in (known only after parsing)."""
+    if not report.line_refs:
+        return report.message
+    lines = ", ".join(str(positions[node].start.line) for node in report.line_refs)
+    return report.message.replace(LINE_REFS, lines)
 
 
 def _file_error(path: str, rejected: Optional[Rejection]) -> Optional[FileError]:

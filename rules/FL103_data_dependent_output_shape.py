@@ -19,7 +19,8 @@ class DataDependentOutputShape(Rule):
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
     triggers = (
         "[", "nonzero", "argwhere", "masked_select", "unique", "bincount", "where(", "repeat_interleave",
-        "arange(", "zeros(", "ones(", "empty(", "full(", "rand", "linspace(", "narrow(", "one_hot(",
+        "arange(", "zeros(", "ones(", "empty(", "full(", "rand", "linspace(", "narrow(", "one_hot(", "div(",
+        "floor_divide(", "tensor(",
     )
     gb_ids = ("GB0036", "GB0033", "GB0124", "GB0246")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
@@ -61,6 +62,16 @@ Sizes, offsets and indices read from a 0-d tensor (measured with torch 2.13.0+cp
 | `h[lens.argmax()]`, `h[:, lens.sum() - 10]` (a 0-d index) | GB0033 | 2 graphs |
 | `h.narrow(1, 0, lens.max())`, `torch.narrow(h, 1, 0, n)` with a tensor `n` | GB0033 | 2 graphs |
 | `F.one_hot(idx)` / `F.one_hot(idx, num_classes=-1)` | GB0246 / GB0033 | 2 frames |
+
+A size that torch makes from Python numbers (`torch.div(seq_len, w, rounding_mode="trunc")`,
+`torch.floor_divide`, `torch.tensor`; transformers' LED and Longformer) is a constant while tracing as
+long as those numbers are: measured with torch 2.13.0+cpu, `x.new_zeros((b, torch.div(seq_len, 4,
+rounding_mode="trunc")))` with `seq_len` from `x.size()` breaks 0 times over one length and once
+(GB0033) after a second length (automatic dynamic shapes) or with `dynamic=True`. The finding says so
+("once `seq_len` is a dynamic size"); made from literal numbers only, it is not reported. The same
+holds for a shape entry of `view`/`reshape`/`as_strided` (`x.view(b, torch.div(x.size(1), 4,
+rounding_mode="trunc"), 4, d)`, LED's `_chunk`; measured: 0 breaks over one length, 1 after a second
+length, and `n // 4` instead: 0 in both).
 
 Not flagged, because they measured no break: `h[:, idx]` with a 1-d index tensor, `h[idx.view(1)]`,
 `h.index_select(0, idx.view(1))`, `h.narrow(1, 0, 3)`, `F.one_hot(idx, num_classes=10)`, and a

@@ -6,7 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.dominance import FirstPerBlock
+from fusionlint.analysis.context import LINE_REFS
+from fusionlint.analysis.judge import short
+from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
 _RNN_CLASSES = frozenset({"LSTM", "GRU", "RNN"})
@@ -44,6 +46,11 @@ falling back to eager"). Measured with torch 2.13.0 on CPU:
   h4: 0 compiled regions, for LSTM and GRU alike).
 - called from a helper method between two Linears: 1 break site in the helper, 2 compiled regions
   per forward (truth table h4b: 8 launches compiled vs 7 eager).
+- two RNNs in one `forward`, each in its own `if` (timm's `Sequencer2d`: `self.rnn_v`, then
+  `self.rnn_h`): with both branches on, 1 break site, at the first; Dynamo abandons the frame there
+  and never traces the second. With the first branch configured off, the second is the break site.
+  So a forward gets **one finding, at its first RNN call in source order**; the message names the
+  later RNN calls and their lines ("they break when this one is skipped").
 torch 2.11 on an H200 breaks the same way.
 
 ## Example
@@ -92,8 +99,8 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
         "        self.rnn = nn.LSTM(8, 8)\n    def forward(self, x):\n        return x @ self.rnn.weight_ih_l0.t()\n",
     ]
     INVALID = [
-        # two LSTMs one after the other (timm's Sequencer2d): Dynamo stops at the first (measured, torch
-        # 2.13: "cannot resume from", the second is never traced), so only the first is a break site
+        # two LSTMs one after the other: Dynamo stops at the first (measured, torch 2.13: "cannot resume
+        # from", the second is never traced), so one finding, at the first, naming the others' lines
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.rnn_v = nn.LSTM(8, 8)\n        self.rnn_h = nn.LSTM(8, 8)\n    def forward(self, x):\n"
@@ -102,12 +109,25 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
             line=9,
             count=1,
         ),
-        # the first in a branch: the one after the branch is reached when the branch is not taken
+        # timm's Sequencer2d: each LSTM in its own `if` (measured, torch 2.13 CPU: both on, 1 break at the
+        # first; the first configured off, 1 break at the second): one finding, at the first
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self, v=True, h=True):\n"
+            "        super().__init__()\n        self.with_v, self.with_h = v, h\n"
+            "        self.rnn_v = nn.LSTM(8, 8)\n        self.rnn_h = nn.LSTM(8, 8)\n    def forward(self, x):\n"
+            "        v = h = x\n        if self.with_v:\n            v, _ = self.rnn_v(x)\n"
+            "        if self.with_h:\n            h, _ = self.rnn_h(x)\n        return v + h\n",
+            line=12,
+            count=1,
+        ),
+        # the first in a branch: the one after the branch breaks when the branch is not taken; named in
+        # the first one's message
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
             "        self.rnn = nn.GRU(8, 8)\n    def forward(self, x, flag: bool = False):\n"
             "        if flag:\n            x = self.rnn(x)[0]\n        return self.rnn(x)[0]\n",
-            count=2,
+            line=9,
+            count=1,
         ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -130,43 +150,74 @@ GB0014 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0014.html
 
     def __init__(self) -> None:
         super().__init__()
-        self._ended = FirstPerBlock()  # blocks of forwards already ended by a reported RNN call
+        self._reported: set[int] = set()  # forwards (by node id) whose first RNN call is reported
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute):
+        found = _rnn_call(node, ctx)
+        if found is None:
             return
-        target = func
-        if func.attr.value == "forward" and isinstance(func.value, cst.Attribute):
-            target = func.value  # self.rnn.forward(x)
-        if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
-            return
-        if target is func and func.attr.value == "forward":
-            return
-        cls = ctx.cls
-        if cls is None:
-            return
-        attr = target.attr.value
-        kind, where_assigned = _rnn_kind(cls.submodules.get(attr, "")), ""
-        if kind is None:
-            # a base's forward calling what a subclass's __init__ (maybe in another file) makes an RNN:
-            # timm's Sequencer2d sets `self.rnn_v = RNNIdentity()` in RNN2dBase and nn.LSTM in LSTM2d
-            for ctor, at in cls.submodule_ctors.get(attr, {}).items():
-                kind = _rnn_kind(ctor)
-                if kind is not None:
-                    where_assigned = f" (assigned at {at})"
-                    break
-        if kind is None:
-            return
-        in_forward = ctx.function is not None and ctx.function.kind == "forward"
-        where = "the rest of this forward runs eagerly" if in_forward else "the graph is split around it"
-        if in_forward:
-            # Dynamo cannot resume after this break ("skipping the rest of the function"): a later RNN
-            # call in the same block, or nested below it, is never traced, so it is no break site of its own
-            if not self._ended.first(id(ctx.function), ctx):
-                return
-        ctx.report(
-            node,
-            f"`self.{attr}` is an nn.{kind}{where_assigned}: Dynamo does not trace it (\"Attempted to wrap RNN, GRU, or LSTM\", "
-            f"GB0014); {where}",
+        attr, kind, where_assigned = found
+        fn = ctx.function
+        in_forward = fn is not None and fn.kind == "forward"
+        message = (
+            f"`self.{attr}` is an nn.{kind}{where_assigned}: Dynamo does not trace it (\"Attempted to wrap RNN, GRU, "
+            "or LSTM\", GB0014); "
         )
+        if not in_forward:
+            ctx.report(node, message + "the graph is split around it")
+            return
+        # Dynamo cannot resume after this break (measured, torch 2.13 CPU: "skipping the rest of the
+        # function"): the rest of the forward runs eagerly, so a later RNN call is never traced while
+        # this one runs. It breaks only when this one is skipped (a branch configured off): one finding
+        # per forward, at the first call, naming the others (timm's Sequencer2d: rnn_v, then rnn_h)
+        key = id(fn.node)
+        if key in self._reported:
+            return
+        later = [n for n in ctx.memo(("FL107-rnn-calls", key), lambda: _rnn_calls(fn.node, ctx)) if n is not node]
+        message += "the rest of this forward runs eagerly"
+        if later:
+            names = ", ".join(dict.fromkeys(f"`{short(ctx.code(n.func))}`" for n in later))
+            many = len(later) > 1
+            message += (
+                f"; the later RNN call{'s' if many else ''} ({names}, line{'s' if many else ''} {LINE_REFS}) "
+                f"{'are' if many else 'is'} then never traced: {'they break' if many else 'it breaks'} when this "
+                "one is skipped (its branch configured off)"
+            )
+        before = len(ctx.reports)
+        ctx.report(node, message, line_refs=tuple(later))
+        if len(ctx.reports) > before:  # not in an eager-only branch (`if not is_compiling()`)
+            self._reported.add(key)
+
+
+def _rnn_call(node: cst.Call, ctx) -> Optional[tuple[str, str, str]]:
+    """(attribute, "LSTM"/"GRU"/"RNN", where it was assigned) when ``node`` calls an RNN submodule of
+    ``self`` (``self.rnn(x)``, ``self.rnn.forward(x)``), else None."""
+    func = node.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    target = func
+    if func.attr.value == "forward" and isinstance(func.value, cst.Attribute):
+        target = func.value  # self.rnn.forward(x)
+    if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+        return None
+    if target is func and func.attr.value == "forward":
+        return None
+    cls = ctx.cls
+    if cls is None:
+        return None
+    attr = target.attr.value
+    kind = _rnn_kind(cls.submodules.get(attr, ""))
+    if kind is not None:
+        return attr, kind, ""
+    # a base's forward calling what a subclass's __init__ (maybe in another file) makes an RNN:
+    # timm's Sequencer2d sets `self.rnn_v = RNNIdentity()` in RNN2dBase and nn.LSTM in LSTM2d
+    for ctor, at in cls.submodule_ctors.get(attr, {}).items():
+        kind = _rnn_kind(ctor)
+        if kind is not None:
+            return attr, kind, f" (assigned at {at})"
+    return None
+
+
+def _rnn_calls(fn: cst.FunctionDef, ctx) -> list[cst.Call]:
+    """The RNN submodule calls of ``fn``'s own body (not nested defs), in source order."""
+    return [c for c in iter_nodes(fn, (cst.Call,)) if isinstance(c, cst.Call) and _rnn_call(c, ctx) is not None]

@@ -112,3 +112,43 @@ def test_line_runs_round_trip():
     runs = rm.compress_lines(lines)
     assert runs == [[1, 3], [7, 7], [9, 10]]
     assert rm.expand_lines(runs) == lines
+
+
+def _messages(code: str, source: str) -> list[str]:
+    from fusionlint.api import lint_text
+
+    return [f.message for f in lint_text(source, "m.py").findings if f.code == code]
+
+
+HEAD_SRC = "import torch\nfrom torch import nn\n"
+
+
+def test_the_conditions_the_rules_state_are_read_from_their_messages():
+    # the bench reads what the rules write: these messages come from the rules themselves
+    fp16 = _messages("FL102", HEAD_SRC + (
+        "class L(nn.Module):\n    def forward(self, h):\n"
+        "        if h.dtype == torch.float16 and not torch.isfinite(h).all():\n            h = h.clamp(-1, 1)\n"
+        "        return h\n"))
+    dynamic = _messages("FL103", HEAD_SRC + (
+        "class L(nn.Module):\n    def forward(self, q, w: int = 4):\n        b, n, d = q.size()\n"
+        "        c = torch.div(n, w, rounding_mode='trunc') - 1\n        return q.new_zeros((b, c + 1))\n"))
+    plain = _messages("FL102", HEAD_SRC + (
+        "class L(nn.Module):\n    def forward(self, h):\n        if h.sum() > 0:\n            h = h * 2\n        return h\n"))
+    assert [rm.stated_condition(m) for m in fp16] == ["float16"]
+    assert [rm.stated_condition(m) for m in dynamic] == ["dynamic"]
+    assert [rm.stated_condition(m) for m in plain] == [None]
+
+
+def test_a_conditional_finding_is_real_only_when_its_conditions_pass_broke_at_its_line():
+    f16 = rm.Finding("t/a.py", 10, 10, "FL102", frozenset({"graph-break"}), "x when `h.dtype == torch.float16` holds (Dynamo")
+    dyn = rm.Finding("t/b.py", 20, 20, "FL103", frozenset({"graph-break"}), "host sync once `seq_len` is a dynamic size (")
+    dyn2 = rm.Finding("t/b.py", 30, 30, "FL103", frozenset({"graph-break"}), "host sync once `n` is a dynamic size (")
+    other = rm.Finding("t/c.py", 5, 5, "FL107", frozenset({"graph-break"}), "no condition here")
+    passes = {"dynamic": {("t/b.py", 20), ("t/a.py", 10)}}
+    judged = {(j.finding.path, j.finding.line): (j.condition, j.verdict) for j in rm.score_conditions([f16, dyn, dyn2, other], passes)}
+    assert judged == {
+        ("t/a.py", 10): ("float16", "not measured"),  # a break in another condition's pass does not count
+        ("t/b.py", 20): ("dynamic", "real"),
+        ("t/b.py", 30): ("dynamic", "no break"),
+        ("t/c.py", 5): (None, "no condition"),
+    }

@@ -80,6 +80,32 @@ def test_only_the_first_rnn_of_a_forward_is_a_break_site(tmp_path):
     assert at(lint(root), "FL107") == [("sequencer.py", 12)]
 
 
+# timm's real layout (sequencer.py:137/145): each LSTM in its own `if`. Measured, torch 2.13 CPU, both
+# branches on: 1 break, at the first; the first configured off: 1 break, at the second. One finding, at
+# the first, that names the second and its line
+def test_rnns_in_sibling_branches_give_one_finding_naming_the_later_ones(tmp_path):
+    root = project(tmp_path, {"sequencer.py": HEAD + """
+        class RNN2dBase(nn.Module):
+            def __init__(self, with_vertical=True, with_horizontal=True):
+                super().__init__()
+                self.with_vertical, self.with_horizontal = with_vertical, with_horizontal
+                self.rnn_v = nn.LSTM(8, 8, batch_first=True)
+                self.rnn_h = nn.LSTM(8, 8, batch_first=True)
+
+            def forward(self, x):
+                v = h = x
+                if self.with_vertical:
+                    v, _ = self.rnn_v(x)
+                if self.with_horizontal:
+                    h, _ = self.rnn_h(x)
+                return v + h
+        """})
+    found = [f for f in lint(root) if f.code == "FL107"]
+    assert [(f.path, f.line) for f in found] == [("sequencer.py", 13)]
+    assert "`self.rnn_h`, line 15" in found[0].message
+    assert "breaks when this one is skipped" in found[0].message
+
+
 # transformers/models/bart/modeling_bart.py:304: the tensor condition is only reached in float16
 def test_a_dtype_guarded_tensor_condition_says_when_it_breaks(tmp_path):
     for sub in ("fp16", "plain"):
@@ -200,3 +226,53 @@ def test_argument_flag_set_by_the_compiled_call_is_a_recompile_cause(tmp_path):
     found = [f for f in lint(root) if f.code == "FL206"]
     assert [(f.path, f.line) for f in found] == [("m2m.py", 14)]  # the `if`, not the read into the local
     assert "cache.is_updated[self.layer_idx] = True" in found[0].message
+
+
+# transformers/models/led/modeling_led.py:419, longformer:776: `new_zeros` sized by `torch.div(seq_len, ...)`
+# with `seq_len` from `query.size()`. Measured, torch 2.13 CPU: 0 breaks over one length (Dynamo evaluates
+# torch.div of constants while tracing), 1 (GB0033) after a second length or with dynamic=True
+def test_a_size_torch_makes_from_shape_numbers_says_it_breaks_once_dynamic(tmp_path):
+    root = project(tmp_path, {"led.py": HEAD + """
+        class LEDSelfAttention(nn.Module):
+            def forward(self, query, window_overlap: int = 4):
+                batch_size, seq_len, num_heads, head_dim = query.size()
+                chunks_count = torch.div(seq_len, window_overlap, rounding_mode="trunc") - 1
+                scores = query.new_zeros((batch_size * num_heads, chunks_count + 1, window_overlap))
+                fixed = query.new_zeros((torch.div(8, 2, rounding_mode="trunc"), 3))
+                return scores, fixed
+        """})
+    found = [f for f in lint(root) if f.code == "FL103"]
+    assert [(f.path, f.line) for f in found] == [("led.py", 7)]
+    assert "once `seq_len` is a dynamic size" in found[0].message
+
+
+# led:350/463/485 and longformer:707/820/842 broke in the bench's dynamic pass only: a view/reshape/
+# as_strided shape entry made by torch.div of shape numbers. Measured, torch 2.13 CPU: 0 breaks over one
+# length, 1 after a second length; `n // 4` (Python arithmetic) 0 in both
+def test_a_shape_entry_torch_makes_from_shape_numbers_says_it_breaks_once_dynamic(tmp_path):
+    root = project(tmp_path, {"led.py": HEAD + """
+        class LEDSelfAttention(nn.Module):
+            def forward(self, x):
+                a = x.view(x.size(0), torch.div(x.size(1), 4, rounding_mode="trunc"), 4, x.size(2))
+                b, n, d = x.size()
+                r = x.reshape(b, torch.div(n, 4, rounding_mode="trunc"), 4 * d)
+                c = torch.div(n, 4, rounding_mode="trunc") - 1
+                size = (b, c + 1, 4, d)
+                s = x.as_strided(size=size, stride=(1, 1, 1, 1))
+                fine = x.reshape(b, n // 4, 4 * d)
+                const = x.view(b, torch.div(8, 4, rounding_mode="trunc"), -1)
+                return a, r, s, fine, const, self._chunk(x, 2)
+
+            @staticmethod
+            def _chunk(hidden_states, window_overlap):  # LED's, arithmetic inside torch.div
+                return hidden_states.view(
+                    hidden_states.size(0),
+                    torch.div(hidden_states.size(1), (window_overlap * 2), rounding_mode="trunc"),
+                    window_overlap * 2,
+                )
+        """})
+    found = [f for f in lint(root) if f.code == "FL103"]
+    assert [f.line for f in found] == [5, 7, 10, 17]
+    assert "once `hidden_states.size(1)` is a dynamic size" in found[3].message
+    assert "once `x.size(1)` is a dynamic size" in found[0].message
+    assert all("once `n` is a dynamic size" in f.message for f in found[1:3])

@@ -49,10 +49,16 @@ class Report:
     fix: Optional[PendingFix]
     frames: tuple[str, ...]  # the compiled chain, () outside compiled code
     effects: Optional[tuple] = None
+    # nodes whose start lines replace LINE_REFS in the message once positions are known (after the rules)
+    line_refs: tuple[cst.CSTNode, ...] = ()
 
     @property
     def chain(self) -> Optional[str]:
         return " → ".join(self.frames) if self.frames else None
+
+
+# the placeholder a message carries for the lines of its Report.line_refs ("also line {lines}")
+LINE_REFS = "{lines}"
 
 
 class RuleContext:
@@ -207,8 +213,10 @@ class RuleContext:
         message: Optional[str] = None,
         fix: Optional[PendingFix] = None,
         effects: Optional[tuple] = None,
+        line_refs: tuple[cst.CSTNode, ...] = (),
     ) -> None:
-        """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset)."""
+        """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset);
+        ``line_refs``: other nodes whose lines the message names through ``LINE_REFS``."""
         assert self._rule is not None
         if self._never_traced():
             return
@@ -216,7 +224,7 @@ class RuleContext:
         why = self._why_tensor(node)
         if why:
             message = f"{message} ({why})"
-        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects))
+        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects, tuple(line_refs)))
 
     def _never_traced(self) -> bool:
         """True when the finding's claim is about traced code and the current node sits in the eager-only

@@ -1,4 +1,4 @@
-"""“Already happened on every path to here”, in the cheap form two rules need: an earlier event in the
+"""“Already happened on every path to here”, in the cheap form FL205 needs: an earlier event in the
 same block, or in a block that encloses this one, happened before this node runs (a later statement of
 a block runs only after the earlier ones). An event inside an ``if`` branch does not cover the code
 after the ``if``."""

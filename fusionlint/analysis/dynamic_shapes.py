@@ -46,6 +46,15 @@ _BOOL_TORCH = frozenset(
 _BOOL_METHODS = _BOOL_TORCH | {"bool"}
 # Reductions that give a 0-d tensor when called without a dim: `lens.max()`, `torch.argmax(t)`.
 _FULL_REDUCTIONS = frozenset("max min sum prod argmax argmin amax amin count_nonzero".split())
+# torch functions that Dynamo evaluates while tracing when their Python-number arguments are constants:
+# a size made by one is no break until a shape it is computed from becomes dynamic (measured, torch 2.13
+# CPU, `x.new_zeros((b, torch.div(seq_len, 4, rounding_mode="trunc")))` with `seq_len` from `x.size()`,
+# and the same with `torch.floor_divide` and `torch.tensor`: 0 breaks over one length, 1 (GB0033) after a
+# second length (automatic dynamic shapes) or with `dynamic=True`; transformers' LED/Longformer)
+_FOLDED_ON_CONSTANTS = frozenset({"div", "floor_divide", "tensor"})
+# tensor methods taking a shape, measured the same way with a `torch.div(x.size(1), 4, ...)` entry (torch 2.13
+# CPU: 0 breaks over one length, 1 after a second length): LED's `_chunk` view, reshape, as_strided
+_SHAPED_METHODS = frozenset({"view", "reshape", "as_strided"})
 # `narrow(dim, start, length)`: a tensor start or length is read on the host (measured GB0033).
 _NARROW_SIZES = {"method": (1, 2), "torch": (2, 3)}
 _ONE_HOT = frozenset({"torch.nn.functional.one_hot", "torch._C._nn.one_hot"})
@@ -93,10 +102,15 @@ class ShapeChecker:
                     )
                 ]
             return []
+        if method and op in _SHAPED_METHODS:
+            return self._folded_shape(node, op, text, ctx)
         table = _NEW_FACTORIES if method else _FACTORIES
         if op in table:
             sized = self._tensor_size(node, *table[op], ctx)
-            if sized is not None:
+            if sized is None:
+                return []
+            made = self._from_numbers(sized, ctx)
+            if made is None:
                 return [
                     (
                         node,
@@ -106,7 +120,97 @@ class ShapeChecker:
                         None,
                     )
                 ]
+            found = _folded_message(node, text, *made, ctx)
+            return [found] if found else []
         return []
+
+    def _folded_shape(self, node: cst.Call, op: str, text: str, ctx) -> list[Found]:
+        """``x.view(b, torch.div(n, w, rounding_mode="trunc"), w)``, ``.reshape(...)``,
+        ``.as_strided(size=(..., chunks + 1, ...))``: a shape entry torch makes from shape numbers."""
+        if op == "as_strided":
+            given = [a.value for a in node.args if (a.keyword is not None and a.keyword.value == "size")]
+            given = given or [a.value for a in node.args[:1] if a.keyword is None]
+        else:
+            given = [a.value for a in node.args if a.keyword is None and not a.star]
+        if len(given) == 1:
+            given = self._entries(given[0], ctx)
+        for entry in given:
+            made = self._from_numbers(entry, ctx)
+            if made is not None:
+                found = _folded_message(node, text, *made, ctx)
+                return [found] if found else []
+        return []
+
+    def _entries(self, expr: cst.BaseExpression, ctx) -> list[cst.BaseExpression]:
+        """The entries of a shape written as a tuple/list, or a name bound only to one; else [expr]."""
+        if isinstance(expr, cst.Name):
+            bound = self._bindings(ctx).get(expr.value) or []
+            if len(bound) == 1 and isinstance(bound[0], (cst.Tuple, cst.List)):
+                expr = bound[0]
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return [e.value for e in expr.elements if not isinstance(e, cst.StarredElement)]
+        return [expr]
+
+    def _from_numbers(self, expr: cst.BaseExpression, ctx, depth: int = 0) -> Optional[tuple[cst.Call, list[str]]]:
+        """When ``expr`` is a tensor that a torch function makes from Python numbers only
+        (``torch.div(seq_len, w, rounding_mode="trunc") - 1``, or a name bound only to one): the call and
+        the names it reads, the shape-derived ones (``seq_len`` from ``q.size()``) when there are any."""
+        if depth > 4:
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = expr.left, expr.right
+            if _number(right):
+                return self._from_numbers(left, ctx, depth + 1)
+            if _number(left):
+                return self._from_numbers(right, ctx, depth + 1)
+            return None
+        if isinstance(expr, cst.Name):
+            bound = self._bindings(ctx).get(expr.value) or []
+            found = [self._from_numbers(v, ctx, depth + 1) for v in bound]
+            if len(found) != 1 or found[0] is None:
+                return None
+            return found[0]
+        if not isinstance(expr, cst.Call):
+            return None
+        qual = ctx.qualname(expr.func) or ""
+        if not (qual.startswith("torch.") and qual[6:] in _FOLDED_ON_CONSTANTS):
+            return None
+        names: list[str] = []
+        shaped: list[str] = []
+        for arg in expr.args:
+            if arg.star or (arg.keyword is not None and arg.keyword.value not in ("input", "other", "data")):
+                if arg.star:
+                    return None
+                continue
+            if not self._numbers_in(arg.value, ctx, names, shaped):
+                return None
+        shaped += [n for n in names if n in self._shape_names(ctx)]
+        return expr, list(dict.fromkeys(shaped or names))
+
+    def _numbers_in(self, value: cst.BaseExpression, ctx, names: list[str], shaped: list[str], depth: int = 0) -> bool:
+        """Is ``value`` Python-number arithmetic (numbers, non-tensor names, ``x.size(1)``)? Collects the
+        names it reads into ``names`` and the shape reads into ``shaped``."""
+        if depth > 4:
+            return False
+        if _number(value):
+            return True
+        if _is_shape(value) and not isinstance(value, cst.Attribute):  # `x.size(1)`, `x.shape[1]`
+            shaped.append(short(source(ctx, value), 30))
+            return True
+        if isinstance(value, cst.BinaryOperation):
+            return self._numbers_in(value.left, ctx, names, shaped, depth + 1) and self._numbers_in(
+                value.right, ctx, names, shaped, depth + 1)
+        if not isinstance(value, cst.Name) or self.judge.strong(value, ctx) or ctx.is_tensor(value):
+            return False
+        names.append(value.value)
+        return True
+
+    def _shape_names(self, ctx) -> frozenset[str]:
+        """Locals bound from a shape: ``b, n, c = x.size()``, ``n = x.shape[1]``, ``n = x.size(1)``."""
+        fn = ctx.function
+        if fn is None:
+            return frozenset()
+        return ctx.memo(("shape-names", id(fn.node)), lambda: _shape_bound_names(fn.node))
 
     def _one_hot(self, node: cst.Call, ctx) -> list[Found]:
         """``F.one_hot(idx)``: without ``num_classes`` (or with -1) the width is ``idx.max() + 1``, read from the data."""
@@ -290,6 +394,42 @@ class ShapeChecker:
 def _number(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Integer, cst.Float)) or (
         isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer))
+
+
+def _folded_message(node: cst.Call, text: str, call: cst.Call, names: list[str], ctx) -> Optional[Found]:
+    if not names:  # torch of literal numbers only: a constant while tracing, never a break
+        return None
+    which = ", ".join(f"`{n}`" for n in names)
+    return (
+        node,
+        f"`{text}` is sized by a tensor that `{short(source(ctx, call), 50)}` makes from Python numbers: "
+        f"graph break (GB0033) and a host sync once {which} {'are' if len(names) > 1 else 'is'} a dynamic size "
+        "(`dynamic=True`, `mark_dynamic`, or a second length under automatic dynamic shapes); while it is a "
+        "constant, Dynamo evaluates the call while tracing and nothing breaks; compute the size with Python "
+        "arithmetic (`//`) instead",
+        None,
+    )
+
+
+def _is_shape(expr: cst.BaseExpression) -> bool:
+    """``x.shape``, ``x.size()``, ``x.shape[1]``, ``x.size(1)``."""
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "shape"
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size"
+
+
+def _shape_bound_names(fn: cst.FunctionDef) -> frozenset[str]:
+    names: set[str] = set()
+    for node in function_nodes(fn, (cst.Assign,)):
+        if not _is_shape(node.value):
+            continue
+        for target in node.targets:
+            t = target.target
+            elements = [e.value for e in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [t]
+            names.update(e.value for e in elements if isinstance(e, cst.Name))
+    return frozenset(names)
 
 
 def _plain_bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
