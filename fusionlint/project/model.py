@@ -357,11 +357,12 @@ class Project:
     def drop_bodies(self) -> None:
         """Free what only the propagation reads (call sites, returned values, tensor uses), once it
         has run, for a run in which no summary changes any more (a read-only run: every linted text is
-        checked to be the one summarised). They are about 40 % of the summaries' memory."""
+        checked to be the one summarised). They are about 30 % of the summaries' memory (timm: 23.8 -> 16.6 MiB traced)."""
         self.propagate()
         for summary in self.files.values():
             for fn in summary.functions.values():
-                fn.calls, fn.returns, fn.tensor_uses = [], (), frozenset()
+                # shared empty tuples: one new empty list per function was 10 % of what stays
+                fn.calls, fn.returns, fn.tensor_uses = (), (), frozenset()
         self._bodies_dropped = True
 
     def function_facts(self, shown: str, qualname: str) -> Optional[FunctionFacts]:
