@@ -135,6 +135,8 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         model = _semantic_model(model, settings, paths)
     engine = Engine(rules, project, model, target_torch=torch_version)
     model.propagate()  # once, here: forked workers share the result instead of each computing it
+    if cache is None and not options.fix:  # no summary changes from here on (the cache keeps whole ones)
+        model.drop_bodies()
     if cache is not None:  # entries made in another tree whose cross-file facts still hold
         cache.propagate(model)
         served.update(cache.served_after_check([s.path for s in sources if s.path not in served], model, project))

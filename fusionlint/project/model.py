@@ -82,6 +82,7 @@ class Project:
         # function bodies (fusionlint/cache/session.py) and puts them back only when they are read
         self.before_propagation: Optional[Callable[[], None]] = None
         self._name_generation = -1  # the name index's generation the caches below were built on
+        self._bodies_dropped = False  # ``drop_bodies``: the propagation cannot run again
 
     # -- building -------------------------------------------------------------------------------
     def add(self, shown: str, path: Optional[Path], text: str) -> None:
@@ -342,6 +343,8 @@ class Project:
         so that it is computed once and shared, not once in every worker."""
         self._fresh()
         if self._facts is None:
+            if self._bodies_dropped:  # it would read empty bodies and compute other facts
+                raise RuntimeError("the project model's function bodies were dropped: it cannot propagate again")
             if self.before_propagation is not None:
                 self.before_propagation()
             self._probing = {}
@@ -350,6 +353,17 @@ class Project:
                 self._probes = {module: frozenset(names) for module, names in self._probing.items()}
             finally:
                 self._probing = None
+
+    def drop_bodies(self) -> None:
+        """Free what only the propagation reads (call sites, returned values, tensor uses), once it
+        has run, for a run in which no summary changes any more (a read-only run: every linted text is
+        checked to be the one summarised). They are about 30 % of the summaries' memory (timm: 23.8 -> 16.6 MiB traced)."""
+        self.propagate()
+        for summary in self.files.values():
+            for fn in summary.functions.values():
+                # shared empty tuples: one new empty list per function was 10 % of what stays
+                fn.calls, fn.returns, fn.tensor_uses = (), (), frozenset()
+        self._bodies_dropped = True
 
     def function_facts(self, shown: str, qualname: str) -> Optional[FunctionFacts]:
         self.propagate()
