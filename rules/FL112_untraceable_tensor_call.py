@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.module_init import PARAM_MODULES, compiled_module_init, is_explicit_module_init, makes_parameters, trace_end
 from fusionlint.analysis.project import is_torch_module_base
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
@@ -30,49 +31,12 @@ _FACTORIES = frozenset(
         "empty_like full_like rand_like randn_like randint_like"
     ).split()
 )
-_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-# torch.nn modules whose constructor makes parameters (by default): building one in compiled code runs
-# `nn.Parameter(...)`, measured GB0264 for nn.Linear, nn.Conv2d, nn.LayerNorm (torch 2.13 CPU);
-# parameter-free ones (nn.Softmax, nn.Upsample, nn.Dropout) trace. keyword -> value that drops the parameters.
-_PARAM_MODULES: dict[str, tuple[str, ...]] = {
-    **{n: ("bias",) for n in ("Linear", "Bilinear", "LazyLinear")},
-    **{f"{kind}{d}d": () for kind in ("Conv", "ConvTranspose", "LazyConv", "LazyConvTranspose") for d in (1, 2, 3)},
-    **{n: ("elementwise_affine",) for n in ("LayerNorm", "RMSNorm")},
-    **{n: ("affine",) for n in ("GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
-    **{n: () for n in ("Embedding", "EmbeddingBag", "MultiheadAttention", "PReLU")},
-}
 
 
 def _makes_parameters(node: cst.Call, ctx) -> Optional[str]:
-    """The constructor (``nn.Linear``, ``nn.Parameter``) when ``node`` makes parameters, else None."""
-    qual = ctx.qualname(node.func) or ""
-    if qual in _PARAMETER:
-        return "nn.Parameter"
-    if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:] in _PARAM_MODULES:
-        dropping = _PARAM_MODULES[qual[9:]]
-        if any(a.keyword is not None and a.keyword.value in dropping for a in node.args):
-            return None  # `nn.LayerNorm(d, elementwise_affine=False)`: may make no parameter
-        return ctx.code(node.func)
-    return None
-
-
-def _compiled_module_init(ctx) -> bool:
-    """Is the current function the ``__init__`` of an nn.Module class, reached from compiled code (a
-    ``Block(...)`` built in a compiled function: the project model follows constructor calls)?"""
-    fn = ctx.function
-    return (
-        fn is not None and fn.name == "__init__" and fn.parent is None and fn.cls is not None
-        and fn.cls.kind == "module" and ctx.in_compiled
-    )
-
-
-def _first_parameter_call(ctx) -> Optional[cst.Call]:
-    """The first call (in source order) of the current ``__init__`` that makes parameters."""
-    fn = ctx.function
-    return ctx.memo(
-        ("fl112-first-parameter", id(fn.node)),
-        lambda: next((c for c in iter_nodes(fn.node.body, (cst.Call,)) if _makes_parameters(c, ctx)), None),
-    )
+    """The constructor as written (``nn.Linear``, ``nn.Parameter``) when ``node`` makes parameters, else None."""
+    made = makes_parameters(node, ctx.file.aliases)
+    return None if made is None else "nn.Parameter" if made == "nn.Parameter" else ctx.code(node.func)
 
 
 def _is_super_init(node: cst.Call, ctx) -> bool:
@@ -85,22 +49,9 @@ def _is_super_init(node: cst.Call, ctx) -> bool:
     )
 
 
-def _is_explicit_init(node: cst.Call, ctx) -> bool:
-    """``nn.Module.__init__(self)``."""
-    func = node.func
-    return (
-        isinstance(func, cst.Attribute) and func.attr.value == "__init__"
-        and (ctx.qualname(func.value) or "") in ("torch.nn.Module", "torch.nn.modules.module.Module")
-    )
-
-
-def _explicit_module_init(ctx) -> Optional[cst.Call]:
-    """The ``nn.Module.__init__(self)`` call of the current ``__init__``, if it has one."""
+def _trace_end(ctx) -> Optional[cst.Call]:
     fn = ctx.function
-    return ctx.memo(
-        ("fl112-explicit-init", id(fn.node)),
-        lambda: next((c for c in iter_nodes(fn.node.body, (cst.Call,)) if _is_explicit_init(c, ctx)), None),
-    )
+    return ctx.memo(("module-init-trace-end", id(fn.node)), lambda: trace_end(fn, ctx.file.aliases))
 
 
 def _built_in(ctx) -> str:
@@ -138,7 +89,7 @@ class UntraceableTensorCall(Rule):
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
         "Parameter", "repr(", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
         "_check", "jit.script", "jit.freeze", "Generator", ".__init__(self",
-        *_PARAM_MODULES,
+        *PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
               "GB0206", "GB0225", "GB0264", "GB0119", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650")
@@ -353,7 +304,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         if qual in _CHECKS:
             self._check_message(node, qual, ctx)
             return
-        if _compiled_module_init(ctx) and self._module_init(node, ctx):
+        if compiled_module_init(ctx.function) and self._module_init(node, ctx):
             return
         if isinstance(func, cst.Attribute) and func.attr.value in _GENERATOR_METHODS and _generator(func.value, ctx):
             # measured, torch 2.13 CPU: `self.g.manual_seed(1)` in forward -> GB7650
@@ -416,29 +367,24 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         ctx.report(node, f"`.{method}()` on a tensor in compiled code: {why} under torch.compile: graph break ({gb})")
 
     def _module_init(self, node: cst.Call, ctx) -> bool:
-        """In the ``__init__`` of a module built in compiled code: Dynamo breaks at the first call that makes
-        parameters (GB0264); the rest of ``__init__`` then runs as a frame of its own, which Dynamo skips at
-        ``super().__init__()`` (GB0119 "Uninitialized nn.Module") and runs eagerly. So those two lines break
-        (measured, torch 2.13 CPU) and the later parameter-making calls do not. True when ``node`` is one of
-        these calls (reported or, for the later ones, deliberately not)."""
-        owner = ctx.function.qualname
-        explicit = _explicit_module_init(ctx)
-        if explicit is not None:
-            if node is explicit:
-                # measured, torch 2.13 CPU: GB0007 then GB0119 on this line, with or without parameters after it
-                ctx.report(
-                    node,
-                    f"`{ctx.code(node.func)}(self)` in `{owner}`, which runs in compiled code (the module is built in "
-                    f"{_built_in(ctx)}): Dynamo does not trace torch's `nn.Module.__init__` called directly: graph "
-                    "break (GB0007, then GB0119 \"Uninitialized nn.Module\"), and the rest of `__init__` runs eagerly; "
-                    "build the module once, outside compiled code (in the owner's `__init__`)",
-                )
-                return True
-            return _makes_parameters(node, ctx) is not None  # after that break: eager
-        first = _first_parameter_call(ctx)
-        if first is None:
+        """In the ``__init__`` of a module built in compiled code (fusionlint.analysis.module_init): the
+        trace breaks at ``nn.Module.__init__(self)`` or at the first parameter-making call, then at
+        ``super().__init__()``; what follows runs eagerly (the engine skips it). True when reported."""
+        end = _trace_end(ctx)
+        if end is None:
             return False  # a parameter-free module: its __init__ traces (measured: 0 breaks)
-        if node is first:
+        owner = ctx.function.qualname
+        if node is end and is_explicit_module_init(node, ctx.file.aliases):
+            # measured, torch 2.13 CPU: GB0007 then GB0119 on this line, with or without parameters after it
+            ctx.report(
+                node,
+                f"`{ctx.code(node.func)}(self)` in `{owner}`, which runs in compiled code (the module is built in "
+                f"{_built_in(ctx)}): Dynamo does not trace torch's `nn.Module.__init__` called directly: graph "
+                "break (GB0007, then GB0119 \"Uninitialized nn.Module\"), and the rest of `__init__` runs eagerly; "
+                "build the module once, outside compiled code (in the owner's `__init__`)",
+            )
+            return True
+        if node is end:
             ctx.report(
                 node,
                 f"`{_makes_parameters(node, ctx)}(...)` in `{owner}`, which runs in compiled code (the module is built in "
@@ -447,7 +393,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 "module once, outside compiled code (in the owner's `__init__`)",
             )
             return True
-        if _is_super_init(node, ctx):
+        if _is_super_init(node, ctx) and not is_explicit_module_init(end, ctx.file.aliases):
             ctx.report(
                 node,
                 f"`{ctx.code(node.func)}()` of `{ctx.cls.name}`, built in compiled code ({_built_in(ctx)}): after the "
@@ -456,7 +402,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 "module once, outside compiled code (in the owner's `__init__`)",
             )
             return True
-        return _makes_parameters(node, ctx) is not None  # after the first break: eager, not a break of its own
+        return False
 
     def _check_message(self, node: cst.Call, qual: str, ctx) -> None:
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
