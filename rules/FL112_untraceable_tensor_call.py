@@ -101,7 +101,8 @@ trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `
 ...`, `t.resize_(...)`, `t.resize_as_(...)`, `t.random_(...)`, `t.share_memory_()`,
 `t.retain_grad()`, `t.backward()`, `t.to_sparse()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
 `nn.Parameter(...)`, torch.nn modules that make parameters (`nn.Linear(...)`, `nn.Conv2d(...)`,
-`nn.LayerNorm(...)`...), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
+`nn.LayerNorm(...)`...), in the `__init__` of a module built in compiled code the lines where its
+trace breaks (`super().__init__()` and the first parameter-making call), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
 tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, comparisons of
 `t.data_ptr()`, `torch._check(cond, "message")` with a string message or a message lambda that
 reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), and calls of a
@@ -128,7 +129,8 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
 | `nn.Linear(8, 8)(h)`, `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
-| `Proj(4)(h)` built in forward, `Proj` a module of the same file whose `__init__` assigns an `nn.Linear` (parameter-free project modules trace: 0 breaks) | GB0264 (inside `nn.Linear`), then "Uninitialized nn.Module" at `super().__init__()` |
+| `Proj(4)(h)` built in forward (or in a method it calls, in any file), `Proj`'s `__init__` making parameters (parameter-free project modules trace: 0 breaks) | in `Proj.__init__`: GB0264 at the first `nn.Linear(...)`, GB0119 "Uninitialized nn.Module" at `super().__init__()`; the rest of `__init__` runs eagerly (no break at a second `nn.Linear`) |
+| `nn.Module.__init__(self)` in the `__init__` of a module built in compiled code | GB0007, then GB0119, at that line (with or without parameters) |
 | `y = h * 3; y.data = h * 2` | GB0056 "Failed to mutate tensor data attribute" |
 | `c.real = h`, `c.imag = h` | GB0058 "Failed to set tensor attribute" |
 | `y.data_ptr() == h.data_ptr()`, `!=` | GB5976 "Data pointer comparison" |
