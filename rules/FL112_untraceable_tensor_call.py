@@ -128,7 +128,7 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `repr(t)` | GB0569 |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
-| `nn.Linear(8, 8)(h)`, `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
+| `nn.Linear(8, 8)(h)` (also with `bias=False`), `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
 | `Proj(4)(h)` built in forward (or in a method it calls, in any file), `Proj`'s `__init__` making parameters (parameter-free project modules trace: 0 breaks) | in `Proj.__init__`: GB0264 at the first `nn.Linear(...)`, GB0119 "Uninitialized nn.Module" at `super().__init__()`; the rest of `__init__` runs eagerly (no break at a second `nn.Linear`) |
 | `nn.Module.__init__(self)` in the `__init__` of a module built in compiled code | GB0007, then GB0119, at that line (with or without parameters) |
 | `y = h * 3; y.data = h * 2` | GB0056 "Failed to mutate tensor data attribute" |
@@ -269,6 +269,12 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         Invalid(
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        w = nn.Parameter(torch.ones(8))\n        return x * w\n",
+            line=6,
+        ),
+        # `bias=False` keeps the weight (measured, torch 2.13 CPU: GB0264 for nn.Linear(8, 8, bias=False))
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        return nn.Linear(8, 8, bias=False)(x)\n",
             line=6,
         ),
         Invalid(

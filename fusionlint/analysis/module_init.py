@@ -22,9 +22,11 @@ from fusionlint.analysis.walk import iter_nodes
 PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 # torch.nn modules whose constructor makes parameters (by default): building one in compiled code runs
 # `nn.Parameter(...)`, measured GB0264 for nn.Linear, nn.Conv2d, nn.LayerNorm (torch 2.13 CPU);
-# parameter-free ones (nn.Softmax, nn.Upsample, nn.Dropout) trace. keyword -> value that drops the parameters.
+# parameter-free ones (nn.Softmax, nn.Upsample, nn.Dropout) trace. module -> keywords that may drop every
+# parameter (`elementwise_affine=False`); `bias=False` keeps the weight: `nn.Linear(8, 8, bias=False)` and
+# `nn.Conv1d(2, 2, 1, bias=False)` in forward measured GB0264 (torch 2.13 CPU).
 PARAM_MODULES: dict[str, tuple[str, ...]] = {
-    **{n: ("bias",) for n in ("Linear", "Bilinear", "LazyLinear")},
+    **{n: () for n in ("Linear", "Bilinear", "LazyLinear")},
     **{f"{kind}{d}d": () for kind in ("Conv", "ConvTranspose", "LazyConv", "LazyConvTranspose") for d in (1, 2, 3)},
     **{n: ("elementwise_affine",) for n in ("LayerNorm", "RMSNorm")},
     **{n: ("affine",) for n in ("GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
