@@ -20,6 +20,7 @@ import libcst as cst
 from fusionlint.analysis.compiled import mark_compiled
 from fusionlint.analysis.context import LINE_REFS, NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
+from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.outline import Outline
@@ -209,6 +210,8 @@ class Engine:
         context = sparse_mod.SparseContext if sparse else RuleContext
         ctx = context(module, index, project, path, torch_version=self.target_torch)
         ctx.model = self.model
+        # the part of a compiled module __init__ after Dynamo's trace of it breaks runs eagerly
+        eager = eager_nodes(index)
         crashes: list[_RuleCrash] = []
         for rule_cls in rules:
             node: Optional[cst.CSTNode] = None
@@ -218,7 +221,7 @@ class Engine:
                 for node_type in sorted(handled_node_types(rule_cls)):
                     handler = getattr(rule, "visit_" + node_type)
                     for rec in index.records.get(node_type, ()):
-                        if compiled_only and (rec.function is None or rec.function.frames is None):
+                        if compiled_only and (rec.function is None or rec.function.frames is None or id(rec.node) in eager):
                             continue
                         node = rec.node
                         ctx._point(rule, rec.node, rec.function, rec.cls, rec.parents)

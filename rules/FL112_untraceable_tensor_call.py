@@ -6,6 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.module_init import PARAM_MODULES, compiled_module_init, is_explicit_module_init, makes_parameters, trace_end
+from fusionlint.analysis.project import is_torch_module_base
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
@@ -29,39 +31,33 @@ _FACTORIES = frozenset(
         "empty_like full_like rand_like randn_like randint_like"
     ).split()
 )
-_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-# torch.nn modules whose constructor makes parameters (by default): building one in compiled code runs
-# `nn.Parameter(...)`, measured GB0264 for nn.Linear, nn.Conv2d, nn.LayerNorm (torch 2.13 CPU);
-# parameter-free ones (nn.Softmax, nn.Upsample, nn.Dropout) trace. keyword -> value that drops the parameters.
-_PARAM_MODULES: dict[str, tuple[str, ...]] = {
-    **{n: ("bias",) for n in ("Linear", "Bilinear", "LazyLinear")},
-    **{f"{kind}{d}d": () for kind in ("Conv", "ConvTranspose", "LazyConv", "LazyConvTranspose") for d in (1, 2, 3)},
-    **{n: ("elementwise_affine",) for n in ("LayerNorm", "RMSNorm")},
-    **{n: ("affine",) for n in ("GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")},
-    **{n: () for n in ("Embedding", "EmbeddingBag", "MultiheadAttention", "PReLU")},
-}
-def _parameters_made_by(name: str, ctx):
-    """(attribute, torch.nn constructor, line) of a parameter-making module that the ``__init__`` of
-    this file's nn.Module class ``name`` assigns; None for other names and parameter-free classes.
-    Read from the file's own summary (its ``__init__`` as written, whatever the libcst side parses)."""
-    cls = ctx.file.classes.get(name)
-    model = ctx.model
-    if cls is None or cls.kind != "module" or model is None:
-        return None
-    summary = model.files.get(ctx.path)
-    found = summary.classes.get(name) if summary is not None else None
-    if found is None:
-        return None
-    for attr, facts in found.attrs.items():
-        for fact in facts:
-            ctor = fact.ctor or ""
-            if fact.method != "__init__":
-                continue
-            if fact.kind == "param" or (
-                ctor.startswith("torch.nn.") and ctor.count(".") == 2 and ctor[9:] in _PARAM_MODULES
-            ):
-                return attr, ctor.replace("torch.nn.", "nn.") if ctor else "nn.Parameter", fact.line
-    return None
+
+
+def _makes_parameters(node: cst.Call, ctx) -> Optional[str]:
+    """The constructor as written (``nn.Linear``, ``nn.Parameter``) when ``node`` makes parameters, else None."""
+    made = makes_parameters(node, ctx.file.aliases)
+    return None if made is None else "nn.Parameter" if made == "nn.Parameter" else ctx.code(node.func)
+
+
+def _is_super_init(node: cst.Call, ctx) -> bool:
+    """``super().__init__()`` in a class whose base is torch's nn.Module (not a project base)."""
+    func = node.func
+    recv = func.value if isinstance(func, cst.Attribute) and func.attr.value == "__init__" else None
+    return (
+        isinstance(recv, cst.Call) and isinstance(recv.func, cst.Name) and recv.func.value == "super"
+        and any(is_torch_module_base(b) for b in ctx.cls.bases)
+    )
+
+
+def _trace_end(ctx) -> Optional[cst.Call]:
+    fn = ctx.function
+    return ctx.memo(("module-init-trace-end", id(fn.node)), lambda: trace_end(fn, ctx.file.aliases))
+
+
+def _built_in(ctx) -> str:
+    """Where the module whose ``__init__`` is traced is built: the frame before ``__init__`` in the chain."""
+    frames = ctx.frames
+    return f"`{frames[-2]}`" if len(frames) > 1 else "compiled code"
 
 
 # Tensor attributes with C setters Dynamo does not model (measured GB0058: `.real`, `.imag`).
@@ -92,11 +88,11 @@ class UntraceableTensorCall(Rule):
     triggers = (
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
         "Parameter", "repr(", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
-        "_check", "jit.script", "jit.freeze", "Generator",
-        *_PARAM_MODULES,
+        "_check", "jit.script", "jit.freeze", "Generator", ".__init__(self",
+        *PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
-              "GB0206", "GB0225", "GB0264", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650")
+              "GB0206", "GB0225", "GB0264", "GB0119", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
@@ -105,7 +101,8 @@ trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `
 ...`, `t.resize_(...)`, `t.resize_as_(...)`, `t.random_(...)`, `t.share_memory_()`,
 `t.retain_grad()`, `t.backward()`, `t.to_sparse()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
 `nn.Parameter(...)`, torch.nn modules that make parameters (`nn.Linear(...)`, `nn.Conv2d(...)`,
-`nn.LayerNorm(...)`...), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
+`nn.LayerNorm(...)`...), in the `__init__` of a module built in compiled code the lines where its
+trace breaks (`super().__init__()` and the first parameter-making call), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
 tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, comparisons of
 `t.data_ptr()`, `torch._check(cond, "message")` with a string message or a message lambda that
 reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), and calls of a
@@ -131,8 +128,9 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `repr(t)` | GB0569 |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
-| `nn.Linear(8, 8)(h)`, `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
-| `Proj(4)(h)` built in forward, `Proj` a module of the same file whose `__init__` assigns an `nn.Linear` (parameter-free project modules trace: 0 breaks) | GB0264 (inside `nn.Linear`), then "Uninitialized nn.Module" at `super().__init__()` |
+| `nn.Linear(8, 8)(h)` (also with `bias=False`), `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
+| `Proj(4)(h)` built in forward (or in a method it calls, in any file), `Proj`'s `__init__` making parameters (parameter-free project modules trace: 0 breaks) | in `Proj.__init__`: GB0264 at the first `nn.Linear(...)`, GB0119 "Uninitialized nn.Module" at `super().__init__()`; the rest of `__init__` runs eagerly (no break at a second `nn.Linear`) |
+| `nn.Module.__init__(self)` in the `__init__` of a module built in compiled code | GB0007, then GB0119, at that line (with or without parameters) |
 | `y = h * 3; y.data = h * 2` | GB0056 "Failed to mutate tensor data attribute" |
 | `c.real = h`, `c.imag = h` | GB0058 "Failed to set tensor attribute" |
 | `y.data_ptr() == h.data_ptr()`, `!=` | GB5976 "Data pointer comparison" |
@@ -188,6 +186,15 @@ GB9840 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb9840.html ·
 GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
 """
     VALID = [
+        # modules built in __init__ (not compiled) and a compiled method of ModuleList elements that builds
+        # a parameter-free module (its __init__ traces: measured, 0 breaks)
+        "import torch\nfrom torch import nn\n\n\nclass Gate(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.act = nn.Softmax(dim=-1)\n\n    def forward(self, x):\n        return self.act(x)\n\n\n"
+        "class Layer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.gate = Gate()\n"
+        "        self.lin = nn.Linear(8, 8)\n\n    def reset(self):\n        self.gate = Gate()\n\n    def forward(self, x):\n"
+        "        return self.gate(self.lin(x))\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.layers = nn.ModuleList([Layer() for _ in range(2)])\n\n    def forward(self, x):\n"
+        "        for layer in self.layers:\n            layer.reset()\n            x = layer(x)\n        return x\n",
         # a project module without parameters built in forward traces (measured, torch 2.13 CPU: 0 breaks)
         "import torch\nfrom torch import nn\n\n\nclass Proj(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.k = d\n\n    def forward(self, x):\n        return x\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        return Proj(4)(x)\n",
         # torch._check with a callable message over Python values (measured: no break)
@@ -216,8 +223,23 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
     ]
     INVALID = [
         # a project module whose __init__ makes parameters, built in forward (measured, torch 2.13 CPU:
-        # a break inside nn.Linear's constructor, GB0264, then "Uninitialized nn.Module" at super().__init__())
-        Invalid("import torch\nfrom torch import nn\n\n\nclass Proj(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.lin = nn.Linear(d, d)\n\n    def forward(self, x):\n        return x\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        return Proj(4)(x)\n", line=16),
+        # GB0264 at the first nn.Linear of its __init__, then GB0119 "Uninitialized nn.Module" at
+        # super().__init__(); the second nn.Linear runs eagerly: no break there)
+        Invalid("import torch\nfrom torch import nn\n\n\nclass Proj(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.lin = nn.Linear(d, d)\n        self.out = nn.Linear(d, d)\n\n    def forward(self, x):\n        return x\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        return Proj(4)(x)\n", count=2),
+        Invalid("import torch\nfrom torch import nn\n\n\nclass Proj(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n        self.lin = nn.Linear(d, d)\n\n    def forward(self, x):\n        return x\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        return Proj(4)(x)\n", line=7),
+        # the same reached through a method of each element of an nn.ModuleList (transformers' big_bird:
+        # `for layer in self.layer: layer.set_attention_type(...)` builds a new attention module)
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Attn(nn.Module):\n    def __init__(self):\n        nn.Module.__init__(self)\n"
+            "        self.q = nn.Linear(8, 8)\n\n    def forward(self, x):\n        return self.q(x)\n\n\n"
+            "class Layer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.attn = Attn()\n\n"
+            "    def switch(self):\n        self.attn = Attn()\n\n    def forward(self, x):\n        return self.attn(x)\n\n\n"
+            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.layers = nn.ModuleList([Layer() for _ in range(2)])\n\n    def forward(self, x):\n"
+            "        for i, layer in enumerate(self.layers):\n            layer.switch()\n        return x\n",
+            line=7,
+            count=1,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        y = x.relu()\n        y.data = x * 2\n        c = torch.complex(x, x)\n        c.real = x\n"
@@ -247,6 +269,12 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         Invalid(
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        w = nn.Parameter(torch.ones(8))\n        return x * w\n",
+            line=6,
+        ),
+        # `bias=False` keeps the weight (measured, torch 2.13 CPU: GB0264 for nn.Linear(8, 8, bias=False))
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        return nn.Linear(8, 8, bias=False)(x)\n",
             line=6,
         ),
         Invalid(
@@ -284,16 +312,8 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         if qual in _CHECKS:
             self._check_message(node, qual, ctx)
             return
-        if isinstance(func, cst.Name) and func.value == qual:
-            made = _parameters_made_by(func.value, ctx)
-            if made is not None:
-                ctx.report(
-                    node,
-                    f"`{func.value}(...)` built in compiled code runs its `__init__`, which creates parameters "
-                    f"(`self.{made[0]} = {made[1]}(...)` at line {made[2]}) with `nn.Parameter`, which Dynamo does not "
-                    "trace: graph break (GB0264), and new random weights each time; build it in `__init__`",
-                )
-                return
+        if compiled_module_init(ctx.function) and self._module_init(node, ctx):
+            return
         if isinstance(func, cst.Attribute) and func.attr.value in _GENERATOR_METHODS and _generator(func.value, ctx):
             # measured, torch 2.13 CPU: `self.g.manual_seed(1)` in forward -> GB7650
             ctx.report(
@@ -316,20 +336,18 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         if qual == "torch.is_inference_mode_enabled":
             ctx.report(node, "`torch.is_inference_mode_enabled()` in compiled code: Dynamo does not trace it: graph break (GB0046)")
             return
-        if qual in _PARAMETER:
+        made = _makes_parameters(node, ctx)
+        if made == "nn.Parameter":
             ctx.report(
                 node,
                 "`nn.Parameter(...)` created in compiled code: Dynamo does not trace the constructor: graph break "
                 "(GB0264); create parameters in `__init__`",
             )
             return
-        if qual.startswith("torch.nn.") and qual.count(".") == 2 and qual[9:] in _PARAM_MODULES:
-            dropping = _PARAM_MODULES[qual[9:]]
-            if any(a.keyword is not None and a.keyword.value in dropping for a in node.args):
-                return  # `nn.LayerNorm(d, elementwise_affine=False)`: may make no parameter
+        if made is not None:
             ctx.report(
                 node,
-                f"`{ctx.code(node.func)}(...)` built in compiled code creates its parameters with `nn.Parameter`, which "
+                f"`{made}(...)` built in compiled code creates its parameters with `nn.Parameter`, which "
                 "Dynamo does not trace: graph break (GB0264), and its weights are new random ones each time it runs; "
                 "build the module in `__init__`",
             )
@@ -355,6 +373,44 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             return
         gb, why = _METHODS[method]
         ctx.report(node, f"`.{method}()` on a tensor in compiled code: {why} under torch.compile: graph break ({gb})")
+
+    def _module_init(self, node: cst.Call, ctx) -> bool:
+        """In the ``__init__`` of a module built in compiled code (fusionlint.analysis.module_init): the
+        trace breaks at ``nn.Module.__init__(self)`` or at the first parameter-making call, then at
+        ``super().__init__()``; what follows runs eagerly (the engine skips it). True when reported."""
+        end = _trace_end(ctx)
+        if end is None:
+            return False  # a parameter-free module: its __init__ traces (measured: 0 breaks)
+        owner = ctx.function.qualname
+        if node is end and is_explicit_module_init(node, ctx.file.aliases):
+            # measured, torch 2.13 CPU: GB0007 then GB0119 on this line, with or without parameters after it
+            ctx.report(
+                node,
+                f"`{ctx.code(node.func)}(self)` in `{owner}`, which runs in compiled code (the module is built in "
+                f"{_built_in(ctx)}): Dynamo does not trace torch's `nn.Module.__init__` called directly: graph "
+                "break (GB0007, then GB0119 \"Uninitialized nn.Module\"), and the rest of `__init__` runs eagerly; "
+                "build the module once, outside compiled code (in the owner's `__init__`)",
+            )
+            return True
+        if node is end:
+            ctx.report(
+                node,
+                f"`{_makes_parameters(node, ctx)}(...)` in `{owner}`, which runs in compiled code (the module is built in "
+                f"{_built_in(ctx)}): its parameters are made with `nn.Parameter`, which Dynamo does not trace: graph "
+                "break (GB0264), and the rest of `__init__` runs eagerly with new random weights each time; build the "
+                "module once, outside compiled code (in the owner's `__init__`)",
+            )
+            return True
+        if _is_super_init(node, ctx) and not is_explicit_module_init(end, ctx.file.aliases):
+            ctx.report(
+                node,
+                f"`{ctx.code(node.func)}()` of `{ctx.cls.name}`, built in compiled code ({_built_in(ctx)}): after the "
+                "break at its first parameter, Dynamo traces `__init__` as a frame of its own and cannot trace an "
+                "nn.Module before `__init__` has run: graph break (GB0119 \"Uninitialized nn.Module\"); build the "
+                "module once, outside compiled code (in the owner's `__init__`)",
+            )
+            return True
+        return False
 
     def _check_message(self, node: cst.Call, qual: str, ctx) -> None:
         positional = [a.value for a in node.args if a.keyword is None and not a.star]

@@ -284,7 +284,7 @@ class PythonStateMutationInForward(Rule):
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in _LIST_GROWERS):
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _LIST_GROWERS) or ctx.builds_self:
             return
         attr = self_attr(func.value)
         cls = ctx.cls
@@ -306,8 +306,8 @@ class PythonStateMutationInForward(Rule):
         if clamped:
             attr = _clamped_update(stmt)
         cls = ctx.cls
-        if attr is None or cls is None or cls.kind != "module":
-            return
+        if attr is None or cls is None or cls.kind != "module" or ctx.builds_self:
+            return  # in __init__ (a module built in compiled code) `self` is new: nothing guards it
         kind = scalar_kind(cls, attr)
         if kind is None:
             return

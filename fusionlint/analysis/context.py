@@ -101,6 +101,16 @@ class RuleContext:
         return self.chain is not None
 
     @property
+    def builds_self(self) -> bool:
+        """The current code is a class's ``__init__`` (reached from compiled code through a constructor
+        call): ``self`` is an object this call makes, so its attributes are not state that guards check
+        from one call to the next (a write there recompiles nothing)."""
+        fn = self.function
+        while fn is not None and fn.parent is not None:
+            fn = fn.parent
+        return fn is not None and fn.name == "__init__" and fn.cls is not None
+
+    @property
     def autograd_function(self) -> Optional[str]:
         """``"MyFn.forward"`` when the current code runs inside a custom ``autograd.Function``'s
         forward/backward (directly, in a nested def, or in a helper first reached from it)."""

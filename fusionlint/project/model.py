@@ -490,6 +490,9 @@ class _Propagation:
         if site.how == "self-sub" and cls is not None:
             attr, _, method = site.target.partition(".")
             return self._attribute_call(summary, cls, attr, method)
+        if site.how == "self-elem" and cls is not None:
+            attr, _, method = site.target.partition(".")
+            return self._element_call(summary, cls, attr, method)
         if site.how == "name":
             p._probe(summary, f"{fn.qualname}.<locals>.{site.target}")
             p._probe(summary, site.target)
@@ -498,19 +501,51 @@ class _Propagation:
             )
             if local is not None:
                 return summary, local, False, site.target
+            if site.target in summary.classes and site.target not in summary.aliases:
+                return self._constructor(summary, summary.classes[site.target], summary)
             target = summary.aliases.get(site.target)
             if target is None:
                 return None
-            return self._function(target)
+            return self._function(target, summary)
         if site.how == "dotted":
-            return self._function(site.target)
+            return self._function(site.target, summary)
         return None
 
-    def _function(self, qual: str):
+    def _function(self, qual: str, caller: FileSummary):
         found = self.p.resolve(qual)
+        if found is not None and found[0] == "class":
+            return self._constructor(found[1], found[2], caller)
         if found is None or found[0] != "function":
             return None
         return found[1], found[2], found[2].cls is not None, f"{found[1].module}.{found[2].qualname}"
+
+    def _constructor(self, summary: FileSummary, cls: ClassSummary, caller: FileSummary):
+        """``Cls(...)``: Dynamo traces the ``__init__`` it runs (its own or a project base's), in the
+        caller's context; a class whose ``__init__`` comes from outside the project is not followed."""
+        if self.p.class_kind(summary, cls) == "autograd_function":
+            return None  # `Fn.apply` is how it runs; constructing one is not traced this way
+        method = self.p.method(summary, cls, "__init__")
+        if method is None:
+            return None
+        label = method[1].qualname if method[0] is caller else f"{method[0].module}.{method[1].qualname}"
+        return method[0], method[1], True, label
+
+    def _element_call(self, summary: FileSummary, cls: ClassSummary, attr: str, method_name: str):
+        """``for layer in self.layers: layer.method_name(...)`` (or ``self.layers[i].method_name(...)``):
+        that method of the project class of the container's elements (``nn.ModuleList([Block(...) ...])``)."""
+        for owner, fact in self.p.attributes(summary, cls).get(attr, ()):
+            if fact.kind != "modules":
+                continue
+            for ctor in fact.elements:
+                found = self.p._class(owner, ctor) if ctor else None
+                if found is None:
+                    continue
+                method = self.p.method(found[0], found[1], method_name)
+                if method is None:
+                    continue
+                label = method[1].qualname if method[0] is summary else f"{method[0].module}.{method[1].qualname}"
+                return method[0], method[1], True, label
+        return None
 
     def _attribute_call(self, summary: FileSummary, cls: ClassSummary, attr: str, method_name: Optional[str] = None):
         """``self.attr(...)``: the forward of a project submodule, or ``__call__`` of an object;

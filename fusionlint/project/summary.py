@@ -51,7 +51,10 @@ class Param:
 
 @dataclass(slots=True)
 class CallSite:
-    how: str  # "self" | "super" | "name" | "dotted" | "self-sub" (``self.sub.method``)
+    # "self" | "super" | "name" | "dotted" | "self-sub" (``self.sub.method``) | "self-elem" (a method of an
+    # element of a module container attribute: ``for layer in self.layers: layer.m()``, ``self.layers[i].m()``);
+    # a "name"/"dotted" call may name a class: a constructor call, which runs its ``__init__``
+    how: str
     target: str  # method / attribute / name / dotted name (resolved through the imports)
     args: list[Optional[Value]]  # None for *args
     kwargs: dict[str, Value]
@@ -310,7 +313,8 @@ class _Summarizer:
             stack.extend(ast.iter_child_nodes(n))
         names = [p.name for p in params] + ([args.vararg.arg] if args.vararg else [])
         values = function_values(node, names, aliases, body_nodes)
-        sites = [s for s in (self._site(c, values) for c in calls) if s is not None]
+        elements = _loop_elements(body_nodes)
+        sites = [s for s in (self._site(c, values, elements) for c in calls) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in calls) if s is not None]
         returned = tuple(values.of(value) for value in returns)
         info = FunctionSummary(
@@ -323,11 +327,16 @@ class _Summarizer:
         for inner in nested:
             self._function(inner, f"{qual}.<locals>.{inner.name}", cls, qual)
 
-    def _site(self, call: ast.Call, values: LocalValues) -> Optional[CallSite]:
+    def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str]) -> Optional[CallSite]:
         func = call.func
         if isinstance(func, ast.Attribute):
             recv = func.value
-            if isinstance(recv, ast.Name) and recv.id == "self":
+            container = _self_attr(recv.value) if isinstance(recv, ast.Subscript) else None
+            if isinstance(recv, ast.Name) and recv.id in elements:
+                how, target = "self-elem", f"{elements[recv.id]}.{func.attr}"
+            elif container is not None:  # `self.layers[i].set_mode(x)`
+                how, target = "self-elem", f"{container}.{func.attr}"
+            elif isinstance(recv, ast.Name) and recv.id == "self":
                 how, target = "self", func.attr
             elif isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super":
                 how, target = "super", func.attr
@@ -431,6 +440,45 @@ class _Summarizer:
             if isinstance(item, ast.Call):
                 out.append(resolve(item.func, self.out.aliases) or "")
         return tuple(out)
+
+
+def _self_attr(node: ast.expr) -> Optional[str]:
+    """``self.layers`` -> "layers"."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _loop_elements(body_nodes) -> dict[str, str]:
+    """Loop variables bound to the elements of a ``self`` attribute: ``for layer in self.layers``,
+    ``for i, layer in enumerate(self.layers)``, ``for block in self.blocks.values()`` -> {"layer": "layers"}.
+    A name also bound some other way in the function is left out (it may not be an element there)."""
+    out: dict[str, str] = {}
+    other: set[str] = set()
+    for n in body_nodes:
+        if isinstance(n, (ast.For, ast.AsyncFor)):
+            it, target = n.iter, n.target
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("enumerate", "reversed") and len(it.args) == 1:
+                if it.func.id == "enumerate":
+                    target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else None
+                it = it.args[0]
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "values" and not it.args:
+                it = it.func.value  # a ModuleDict's values
+            attr = _self_attr(it)
+            if attr is not None and isinstance(target, ast.Name):
+                if out.setdefault(target.id, attr) != attr:
+                    other.add(target.id)
+                continue
+            targets = [n.target]
+        elif isinstance(n, ast.Assign):
+            targets = n.targets
+        elif isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.comprehension)):
+            targets = [n.target]
+        else:
+            continue
+        for t in targets:
+            other.update(x.id for x in ast.walk(t) if isinstance(x, ast.Name))
+    return {name: attr for name, attr in out.items() if name not in other}
 
 
 def _annotation(node: Optional[ast.expr]) -> Optional[str]:
