@@ -453,3 +453,32 @@ def test_experts_subclass_inherits_the_dispatcher_of_a_decorated_base(tmp_path):
     findings = lint(root)
     assert at(findings, "FL103", "pkg/experts.py") == []
     assert at(findings, "FL103", "pkg/sub.py") == [("pkg/sub.py", 10)]
+
+
+# Two scripts with the same name in plain directories (examples/a/train.py, examples/b/train.py) are
+# two modules to the project model: each file's facts are its own, so linting the whole tree gives
+# each file what linting it alone gives (before, the second file read the first one's facts and its
+# forward was not compiled).
+def test_same_named_scripts_in_two_directories_keep_their_own_facts(tmp_path):
+    plain = HEAD + """
+        class Model(nn.Module):
+            def forward(self, x):
+                return x + 1
+        """
+    calls_helper = HEAD + """
+        from helpers import normalize
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return normalize(x)
+        """
+    helpers = HEAD + """
+        def normalize(x):
+            return x / x.abs().max().item()
+        """
+    root = project(tmp_path, {
+        "examples/a/train.py": plain, "examples/b/train.py": calls_helper, "examples/b/helpers.py": helpers,
+    })
+    together = at(lint(root), "FL101")
+    assert together == [("examples/b/helpers.py", 4)]
+    assert at(lint(root, "examples/b/helpers.py"), "FL101") == together

@@ -388,7 +388,7 @@ class CacheSession:
                     return None
                 del self._bodiless[shown]
             if facts_hold:
-                entered = frozenset(q for m, q in saved["facts"] if m == old.module)
+                entered = frozenset(q for p, q in saved["facts"] if p == old.path)
                 probed = saved["probes"].get(old.module, frozenset())
                 facts_hold = propagation_view(old, entered, probed) == propagation_view(now, entered, probed)
             classes_hold = classes_hold and class_view(old, model.modules) == class_view(now, model.modules)

@@ -98,7 +98,8 @@ class Project:
         if old is None and summary is None:
             return  # unparsable before and now: nothing the derived facts read has changed
         if old is not None:
-            self.modules.pop(old.module, None)
+            if self.modules.get(old.module) is old:  # another file may hold the name (two `train.py` scripts)
+                del self.modules[old.module]
             del self.files[shown]
         if summary is not None:
             self.files[shown] = summary
@@ -165,8 +166,8 @@ class Project:
         self.function_facts(shown, "")
         assert self._facts is not None
         if self._compiled_modules is None:
-            self._compiled_modules = {module for module, _ in self._facts}
-        return summary.module in self._compiled_modules
+            self._compiled_modules = {path for path, _ in self._facts}
+        return summary.path in self._compiled_modules
 
     # -- symbols --------------------------------------------------------------------------------
     def resolve(self, qual: str, depth: int = 0):
@@ -241,7 +242,7 @@ class Project:
     def class_kind(self, summary: FileSummary, cls: ClassSummary, seen: frozenset = frozenset()) -> Optional[str]:
         if not seen:
             self._fresh()
-        key = ("kind", summary.module, cls.name)
+        key = ("kind", summary.path, cls.name)
         if key in self._class_memo:
             return self._class_memo[key]
         kind = None
@@ -252,8 +253,8 @@ class Project:
                 kind = "autograd_function"
             else:
                 found = self._class(summary, base) or self._class_by_name(base)
-                if found is not None and (found[0].module, found[1].name) not in seen:
-                    kind = self.class_kind(found[0], found[1], seen | {(summary.module, cls.name)})
+                if found is not None and (found[0].path, found[1].name) not in seen:
+                    kind = self.class_kind(found[0], found[1], seen | {(summary.path, cls.name)})
                 elif found is None and self.name_index is not None:
                     kind = self.name_index.class_kind(base.rsplit(".", 1)[-1])
             if kind:
@@ -262,16 +263,16 @@ class Project:
         return kind
 
     def mro(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
-        key = ("mro", summary.module, cls.name)
+        key = ("mro", summary.path, cls.name)
         if key not in self._class_memo:
             out: list[tuple[FileSummary, ClassSummary]] = []
             seen: set[tuple[str, str]] = set()
             todo = [(summary, cls)]
             while todo and len(out) < 64:
                 s, c = todo.pop(0)
-                if (s.module, c.name) in seen:
+                if (s.path, c.name) in seen:
                     continue
-                seen.add((s.module, c.name))
+                seen.add((s.path, c.name))
                 out.append((s, c))
                 bases = [self._class(s, b) for b in c.bases]
                 todo[:0] = [b for b in bases if b is not None]
@@ -287,25 +288,25 @@ class Project:
                     for base in cls.bases:
                         found = self._class(summary, base)
                         if found is not None:
-                            subs.setdefault((found[0].module, found[1].name), []).append((summary, cls))
+                            subs.setdefault((found[0].path, found[1].name), []).append((summary, cls))
             self._class_memo[key] = subs
         return self._class_memo[key]
 
     def subclasses(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
         subs = self._subclasses()
-        out, seen, todo = [], {(summary.module, cls.name)}, list(subs.get((summary.module, cls.name), ()))
+        out, seen, todo = [], {(summary.path, cls.name)}, list(subs.get((summary.path, cls.name), ()))
         while todo and len(out) < 256:
             s, c = todo.pop(0)
-            if (s.module, c.name) in seen:
+            if (s.path, c.name) in seen:
                 continue
-            seen.add((s.module, c.name))
+            seen.add((s.path, c.name))
             out.append((s, c))
-            todo.extend(subs.get((s.module, c.name), ()))
+            todo.extend(subs.get((s.path, c.name), ()))
         return out
 
     def attributes(self, summary: FileSummary, cls: ClassSummary) -> dict[str, list[tuple[FileSummary, AttrFact]]]:
         """attr -> facts from the class, its bases (MRO order) and its subclasses, with the defining file."""
-        key = ("attrs", summary.module, cls.name)
+        key = ("attrs", summary.path, cls.name)
         if key not in self._class_memo:
             out: dict[str, list] = {}
             for s, c in [*self.mro(summary, cls), *self.subclasses(summary, cls)]:
@@ -370,7 +371,7 @@ class Project:
         summary = self.files.get(shown)
         if summary is None:
             return None
-        return self._facts.get((summary.module, qualname))
+        return self._facts.get((summary.path, qualname))
 
 
 class _Propagation:
@@ -414,7 +415,7 @@ class _Propagation:
         self.p._probe(summary, fn.qualname)
         if any(d in _DISABLE_DECORATORS for d in fn.decorators):
             return None
-        key = (summary.module, fn.qualname)
+        key = (summary.path, fn.qualname)
         if key in self.facts:
             return self.facts[key]
         facts = self.facts[key] = FunctionFacts(frames, kind)
@@ -447,7 +448,7 @@ class _Propagation:
 
     # -- one function's call sites ----------------------------------------------------------------
     def _calls(self, summary: FileSummary, fn: FunctionSummary) -> None:
-        facts = self.facts[(summary.module, fn.qualname)]
+        facts = self.facts[(summary.path, fn.qualname)]
         for site in fn.calls:
             found = self._callee(summary, fn, site)
             if found is None:
@@ -600,7 +601,7 @@ class _Propagation:
         if not self.returns:
             return False
         found = self._callee(summary, fn, site)
-        return found is not None and (found[0].module, found[1].qualname) in self.returns
+        return found is not None and (found[0].path, found[1].qualname) in self.returns
 
 
 def propagation_view(summary: FileSummary, entered: frozenset[str], probed: frozenset[str]) -> tuple:
