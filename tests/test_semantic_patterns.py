@@ -482,3 +482,44 @@ def test_same_named_scripts_in_two_directories_keep_their_own_facts(tmp_path):
     together = at(lint(root), "FL101")
     assert together == [("examples/b/helpers.py", 4)]
     assert at(lint(root, "examples/b/helpers.py"), "FL101") == together
+
+
+# A read inside a name's own re-binding sees the bindings before it (transformers' esmfold
+# `EsmCategoricalMixture.__init__`: `bins = torch.linspace(start, end, bins + 1, ...)` with `bins=50`):
+# `bins + 1` is a Python int there, so the size is not a tensor value. A tensor parameter re-bound the
+# same way is still a tensor where it is read.
+def test_a_read_in_its_own_rebinding_sees_the_earlier_bindings(tmp_path):
+    root = project(tmp_path, {"mix.py": HEAD + """
+        class Head(nn.Module):
+            def forward(self, x, bins=50):
+                bins = torch.linspace(0, 1, bins + 1, device=x.device)
+                return x * bins[:-1].sum()
+
+        class Counts(nn.Module):
+            def forward(self, x, counts):
+                counts = torch.linspace(0, 1, counts + 1)
+                return x * counts
+
+        class Later(nn.Module):
+            def forward(self, x, n=4):
+                n = x.sum()
+                n = torch.linspace(0, 1, n + 1)
+                return x * n
+        """})
+    assert at(lint(root), "FL103") == [("mix.py", 10), ("mix.py", 16)]
+
+
+# torch's typed tensor classes in annotations are tensors (transformers writes `input_ids:
+# torch.LongTensor`, `hidden_states: torch.FloatTensor`); an `int` annotation still is not one.
+def test_typed_tensor_annotations_are_tensors(tmp_path):
+    root = project(tmp_path, {"typed.py": HEAD + """
+        class Model(nn.Module):
+            def forward(self, hidden_states: torch.FloatTensor, mask: torch.LongTensor | None = None, n: int = 2):
+                if hidden_states.sum() > 0:
+                    hidden_states = hidden_states * 2
+                k = mask.sum().item()
+                return hidden_states[:n] * k
+        """})
+    found = lint(root)
+    assert at(found, "FL102") == [("typed.py", 5)]
+    assert at(found, "FL101") == [("typed.py", 7)]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fusionlint.analysis.judge import TENSOR_METHODS
-from fusionlint.semantic.tensors import torch_call_returns_tensor
+from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
 from fusionlint.precheck import MAX_NODES
 from fusionlint.semantic.values import NOTHING, LocalValues, Value, dotted, function_values, resolve
@@ -488,7 +488,7 @@ def _annotation(node: Optional[ast.expr]) -> Optional[str]:
         text = node.value.replace(" ", "")
         text = text.removeprefix("Optional[").removesuffix("]") if text.startswith("Optional[") else text
         first = next((p for p in text.split("|") if p != "None"), text)
-        return "tensor" if first.rsplit(".", 1)[-1] == "Tensor" else "other"
+        return "tensor" if first.rsplit(".", 1)[-1] in TENSOR_ANNOTATIONS else "other"
     if isinstance(node, ast.Subscript) and (dotted(node.value) or "").rsplit(".", 1)[-1] == "Optional":
         return _annotation(node.slice)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -497,7 +497,7 @@ def _annotation(node: Optional[ast.expr]) -> Optional[str]:
             return _annotation(node.right)
         return _annotation(left)
     name = dotted(node) or ""
-    return "tensor" if name.rsplit(".", 1)[-1] == "Tensor" else "other"
+    return "tensor" if name.rsplit(".", 1)[-1] in TENSOR_ANNOTATIONS else "other"
 
 
 def _default(node: Optional[ast.expr]) -> Optional[str]:

@@ -13,6 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.semantic.bindings import target_names
 from fusionlint.semantic.guards import TENSOR, narrowed
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.literals import int_literal
@@ -134,7 +135,15 @@ def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]
         if part != "None":
             text = part
             break
-    return text.rsplit(".", 1)[-1] == "Tensor"
+    return text.rsplit(".", 1)[-1] in TENSOR_ANNOTATIONS
+
+
+# torch's typed tensor classes are tensors too: transformers annotates `input_ids: torch.LongTensor`
+# and `hidden_states: torch.FloatTensor` throughout
+TENSOR_ANNOTATIONS = frozenset({
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+    "ShortTensor", "IntTensor", "LongTensor", "BoolTensor",
+})
 
 
 def torch_call_returns_tensor(qual: str) -> bool:
@@ -148,6 +157,13 @@ def torch_call_returns_tensor(qual: str) -> bool:
             return False
         return last[:1].islower() or last[:1] == "_"
     return False
+
+
+def _bound_by(node: cst.CSTNode) -> list[str]:
+    """Names a ``+=``, ``with ... as``, ``:=`` or comprehension ``for`` binds."""
+    if isinstance(node, cst.With):
+        return [n for item in node.items if item.asname is not None for n in target_names(item.asname.name)]
+    return target_names(node.target)
 
 
 class TensorFacts:
@@ -173,8 +189,12 @@ class TensorFacts:
         self._tensor_memo: dict[cst.CSTNode, bool] = {}
         self._sequence_memo: dict[cst.CSTNode, bool] = {}
         self._guards: Optional[dict[cst.Name, str]] = None  # reads an isinstance/is None guard decides
+        # reads of a name inside the value of its own re-binding (``n = torch.arange(n)``) -> the
+        # bindings before it; filled on first use (``_before_rebinding``)
+        self._rebinding_reads: Optional[dict[cst.Name, tuple[bool, list[cst.BaseExpression]]]] = None
         self._pairs: list = []
         self._params()
+        self._tensor_params = frozenset(self.names)
         self._assignments()
         self._not_tensors_by_use()
 
@@ -375,6 +395,49 @@ class TensorFacts:
     def _torch_name(self, expr: cst.BaseExpression) -> bool:
         return (resolve(expr, self.aliases) or "") == "torch"
 
+    # -- re-binding ---------------------------------------------------------------------------------
+    def _before_rebinding(self, name: cst.Name) -> Optional[bool]:
+        """Is ``n`` a tensor where ``n = torch.linspace(0, 1, n + 1)`` reads it? The read sees the bindings
+        before that line: the parameter (``n=50``: a Python int) and earlier plain assignments. None when
+        that is not decidable that simply (the name is also bound by a loop, ``with``, unpacking or
+        ``+=``, the assignment sits in a loop, or nothing binds it before)."""
+        if self._rebinding_reads is None:
+            self._rebinding_reads = self._collect_rebinding_reads()
+        found = self._rebinding_reads.get(name)
+        if found is None:
+            return None
+        is_param, earlier = found
+        if is_param and name.value in self._tensor_params:
+            return True
+        return any(self.is_tensor(value) for value in earlier)
+
+    def _collect_rebinding_reads(self) -> dict[cst.Name, tuple[bool, list[cst.BaseExpression]]]:
+        fn = self.fn.node
+        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        in_loops = {
+            id(node.value)
+            for loop in iter_nodes(fn.body, (cst.For, cst.While))
+            for node in iter_nodes(loop.body, (cst.Assign,))
+        }
+        # names bound other than by a plain `name = value`: their history is not a list of values
+        other = {n for target, _ in self._fors for n in target_names(target)}
+        other |= {n for node in iter_nodes(fn.body, (cst.AugAssign, cst.With, cst.NamedExpr, cst.CompFor))
+                  for n in _bound_by(node)}
+        earlier: dict[str, list[cst.BaseExpression]] = {}
+        out: dict[cst.Name, tuple[bool, list[cst.BaseExpression]]] = {}
+        for target, value in self._pairs:
+            if not isinstance(target, cst.Name):
+                other.update(target_names(target))
+                continue
+            n = target.value
+            if n not in other and id(value) not in in_loops and (n in params or earlier.get(n)):
+                attrs = {id(a.attr) for a in iter_nodes(value, (cst.Attribute,))}
+                for read in iter_nodes(value, (cst.Name,)):
+                    if read.value == n and id(read) not in attrs:
+                        out[read] = (n in params, list(earlier.get(n, ())))
+            earlier.setdefault(n, []).append(value)
+        return {read: found for read, found in out.items() if read.value not in other}
+
     # -- guards ------------------------------------------------------------------------------------
     def guarded(self, name: cst.Name) -> Optional[str]:
         """What a guard around this read says (``guards.TENSOR``/``NOT_TENSOR``/``PYTHON``), or None."""
@@ -412,6 +475,9 @@ class TensorFacts:
             guard = self.guarded(expr)
             if guard is not None:
                 return guard == TENSOR
+            before = self._before_rebinding(expr)
+            if before is not None:
+                return before
             return expr.value in self.names
         known = self._tensor_memo.get(expr)
         if known is None:
