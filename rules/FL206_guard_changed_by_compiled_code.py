@@ -361,6 +361,7 @@ class GuardChangedByCompiledCode(Rule):
         super().__init__()
         # one guard per value and frame: a later read in the same block or below reuses it (one recompile)
         self._guarded = FirstPerBlock()
+        self._locals_reported: set[tuple[int, int]] = set()
 
     # -- module attributes --------------------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute, ctx) -> None:
@@ -437,7 +438,13 @@ class GuardChangedByCompiledCode(Rule):
         later = [w for w in state.writes[path] if order.get(id(w), -1) > at]
         if not later:
             return  # changed before it is read: the read sees the new value, no guard on the old one
-        if not self._guarded.first((id(fn), path), ctx):
+        if source is not None:
+            # a local carries the value: the guard is on its assignment's read, one per function however
+            # many conditions test the local (gpt2's `is_updated` tested in two blocks: one recompile)
+            if (id(fn), id(source)) in self._locals_reported:
+                return
+            self._locals_reported.add((id(fn), id(source)))
+        elif not self._guarded.first((id(fn), path), ctx):
             return
         code = ctx.code(later[0]).strip()
         ctx.report(

@@ -276,3 +276,30 @@ def test_a_shape_entry_torch_makes_from_shape_numbers_says_it_breaks_once_dynami
     assert "once `hidden_states.size(1)` is a dynamic size" in found[3].message
     assert "once `x.size(1)` is a dynamic size" in found[0].message
     assert all("once `n` is a dynamic size" in f.message for f in found[1:3])
+
+
+# docs/zoo-audit.md round 4, pattern 5 (gpt2:178 and :196): a local that carries the cache flag is
+# tested in two blocks; Dynamo guards once, at the read into the local, so one recompile is reported
+def test_a_local_carrying_argument_state_is_reported_once(tmp_path):
+    root = project(tmp_path, {"gpt2.py": HEAD + """
+        class Attention(nn.Module):
+            def __init__(self, layer_idx: int = 0):
+                super().__init__()
+                self.k_proj = nn.Linear(8, 8)
+                self.layer_idx = layer_idx
+
+            def forward(self, hidden_states, key_value_states=None, cache=None):
+                is_cross_attention = key_value_states is not None
+                is_updated = False
+                if cache is not None:
+                    is_updated = cache.is_updated.get(self.layer_idx)
+                if is_cross_attention and is_updated:
+                    return hidden_states
+                key_states = self.k_proj(hidden_states)
+                if cache is not None and is_cross_attention:
+                    cache.is_updated[self.layer_idx] = True
+                if is_updated:
+                    key_states = key_states * 2
+                return hidden_states + key_states
+        """})
+    assert [(f.path, f.line) for f in lint(root) if f.code == "FL206"] == [("gpt2.py", 14)]

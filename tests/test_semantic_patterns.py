@@ -523,3 +523,34 @@ def test_typed_tensor_annotations_are_tensors(tmp_path):
     found = lint(root)
     assert at(found, "FL102") == [("typed.py", 5)]
     assert at(found, "FL101") == [("typed.py", 7)]
+
+
+# docs/zoo-audit.md round 4, pattern 3: FL105 knows disabled functions by bare name, so an explicit
+# `Base.__init__(self)` matched an unrelated class's disabled `__init__` in another file of the run
+def test_an_explicit_base_init_call_is_not_another_classs_disabled_init(tmp_path):
+    root = project(tmp_path, {
+        "flex.py": HEAD + """
+        class Wrapped:
+            @torch.compiler.disable(recursive=False)
+            def __init__(self):
+                self.ready = True
+        """,
+        "traits.py": HEAD + """
+        class Lazy:
+            def __init__(self, lazy=False):
+                self.lazy = lazy
+        """,
+        "pad.py": HEAD + """
+        import traits
+
+        class Pad(traits.Lazy):
+            def __init__(self):
+                traits.Lazy.__init__(self, lazy=True)
+
+        class Net(nn.Module):
+            def forward(self, x):
+                Pad()
+                return x + 1
+        """,
+    })
+    assert at(lint(root), "FL105") == []
