@@ -124,6 +124,11 @@ class RunResult:
     paths: list[str] = field(default_factory=list)
 
 
+def module_example(body: str) -> str:
+    """The source of a VALID/INVALID example: ``body`` (indented methods) inside ``class Model(nn.Module)``."""
+    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n" + body
+
+
 @dataclass(frozen=True)
 class Invalid:
     """An INVALID example: code that must produce a finding of the rule.

@@ -17,7 +17,7 @@ from fusionlint.analysis.attributes import (
     self_attr,
 )
 from fusionlint.analysis.buffer_fix import buffer_fix
-from fusionlint.rule import Applicability, Effect, Invalid, Rule
+from fusionlint.rule import Applicability, Effect, Invalid, Rule, module_example
 
 _DOCS = """
 ## What it does
@@ -170,10 +170,6 @@ def _only_configured(ctx, cls, writes) -> bool:
     return True
 
 
-def _cls_src(body: str) -> str:
-    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n" + body
-
-
 class MutatedScalarAttribute(Rule):
     code = "FL201"
     name = "mutated-scalar-attribute"
@@ -186,7 +182,7 @@ class MutatedScalarAttribute(Rule):
 
     VALID = [
         # a configuration setter (issue 9's `enable_tiling()` false positive): one compile per setting
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.use_tiling = False\n"
             "        self.tile_size = 4.0\n\n"
             "    def enable_tiling(self, tile_size: float = 2.0):\n        self.use_tiling = True\n"
@@ -194,32 +190,32 @@ class MutatedScalarAttribute(Rule):
             "    def forward(self, x):\n        return x.clamp(-self.tile_size, self.tile_size)\n"
         ),
         # constant threshold, never changed: harmless (FL901's business, off by default)
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
             "    def forward(self, x):\n        return x.clamp(-self.threshold, self.threshold)\n"
         ),
         # mutated float used only as a multiplication operand: one recompile on 2.13, then dynamic
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.scale = 1.0\n\n"
             "    def decay(self):\n        self.scale *= 0.5\n\n"
             "    def forward(self, x):\n        return x * self.scale\n"
         ),
         # already a buffer updated in place
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n"
             '        self.register_buffer("threshold", torch.tensor(5.0), persistent=False)\n\n'
             "    def anneal(self):\n        self.threshold.mul_(0.9)\n\n"
             "    def forward(self, x):\n        return x.clamp(-self.threshold, self.threshold)\n"
         ),
         # mutated, but only read in Python code outside the compiled forward
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
             "    def anneal(self):\n        self.threshold *= 0.9\n\n"
             "    def extra_repr(self):\n        return f'threshold={self.threshold}'\n\n"
             "    def forward(self, x):\n        return x.relu()\n"
         ),
         # `self.sub.threshold = ...` in another class sets some other object's attribute
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
             "    def forward(self, x):\n        return x.clamp(max=self.threshold)\n\n\n"
             "class Trainer:\n    def __init__(self, gate):\n        self.gate = gate\n\n"
@@ -227,7 +223,7 @@ class MutatedScalarAttribute(Rule):
         ),
         # set by a method that rebuilds the model (here: prunes blocks and the head), as timm 1.0.31's
         # `prune_intermediate_layers` sets `num_prefix_tokens`: configuration, not a per-call change
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.num_prefix_tokens = 1\n"
             "        self.blocks = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))\n        self.head = nn.Linear(4, 2)\n\n"
             "    def prune(self, n):\n        self.blocks = self.blocks[:n]\n        self.head = nn.Identity()\n"
@@ -235,7 +231,7 @@ class MutatedScalarAttribute(Rule):
             "    def forward(self, x):\n        return self.head(self.blocks(x[:, self.num_prefix_tokens:]).mean(1))\n"
         ),
         # `args.threshold = ...` is a config object, not the module
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
             "    def forward(self, x):\n        return x.clamp(max=self.threshold)\n\n\n"
             "def main(args):\n    args.threshold = 3.0\n"
@@ -244,12 +240,12 @@ class MutatedScalarAttribute(Rule):
     INVALID = [
         # the seed story: schedule method annealing a clamp threshold -> buffer fix
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
                 "    def anneal(self):\n        self.threshold *= 0.99\n\n"
                 "    def forward(self, x):\n        return x.clamp(-self.threshold, self.threshold)\n"
             ),
-            expected_fix=_cls_src(
+            expected_fix=module_example(
                 "    def __init__(self):\n        super().__init__()\n"
                 '        self.register_buffer("threshold", torch.tensor(5.0), persistent=False)\n\n'
                 "    def anneal(self):\n        self.threshold.mul_(0.99)\n\n"
@@ -260,13 +256,13 @@ class MutatedScalarAttribute(Rule):
         ),
         # written from a training loop in the same file (`=` and `*=`) -> fill_/mul_
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.p = 2.0\n\n"
                 "    def forward(self, x):\n        return x.abs().pow(self.p)\n\n\n"
                 "def train(model, batches):\n    for step, x in enumerate(batches):\n        model(x)\n"
                 "        model.p *= 0.99\n        if step == 100:\n            model.p = 2.0\n"
             ),
-            expected_fix=_cls_src(
+            expected_fix=module_example(
                 "    def __init__(self):\n        super().__init__()\n"
                 '        self.register_buffer("p", torch.tensor(2.0), persistent=False)\n\n'
                 "    def forward(self, x):\n        return x.abs().pow(self.p)\n\n\n"
@@ -277,12 +273,12 @@ class MutatedScalarAttribute(Rule):
         ),
         # int attribute in plain arithmetic: ints are static, every value recompiles
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.k = 3\n\n"
                 "    def grow(self):\n        self.k += 1\n\n"
                 "    def forward(self, x):\n        return x * self.k\n"
             ),
-            expected_fix=_cls_src(
+            expected_fix=module_example(
                 "    def __init__(self):\n        super().__init__()\n"
                 '        self.register_buffer("k", torch.tensor(3), persistent=False)\n\n'
                 "    def grow(self):\n        self.k.add_(1)\n\n"
@@ -292,7 +288,7 @@ class MutatedScalarAttribute(Rule):
         ),
         # read as a Python number elsewhere (`if`, f-string): reported, but no fix
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
                 "    def anneal(self):\n        if self.threshold > 1.0:\n            self.threshold *= 0.9\n\n"
                 "    def forward(self, x):\n        return torch.clamp(x, min=-self.threshold, max=self.threshold)\n"
@@ -301,7 +297,7 @@ class MutatedScalarAttribute(Rule):
         ),
         # int attribute as a slice bound (curriculum length), changed from outside the class
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self, max_len: int = 4):\n        super().__init__()\n        self.max_len = max_len\n\n"
                 "    def forward(self, x):\n        return x[:, : self.max_len].sum(1)\n\n\n"
                 "def curriculum(model):\n    model.max_len += 1\n"
@@ -310,7 +306,7 @@ class MutatedScalarAttribute(Rule):
         ),
         # clamp bound mixed with a Python number: reported, but the buffer fix would break the graph
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.cap = 6.0\n\n"
                 "    def set_cap(self, value):\n        self.cap = value\n\n"
                 "    def forward(self, x):\n        return x.clamp(0.0, self.cap)\n"

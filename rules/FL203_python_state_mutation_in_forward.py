@@ -15,7 +15,7 @@ from fusionlint.analysis.attributes import (
     self_attr,
 )
 from fusionlint.analysis.buffer_fix import buffer_fix
-from fusionlint.rule import Applicability, Effect, Invalid, Rule
+from fusionlint.rule import Applicability, Effect, Invalid, Rule, module_example
 
 _LIST_GROWERS = ("append", "extend")
 
@@ -162,10 +162,6 @@ https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming
 """
 
 
-def _cls_src(body: str) -> str:
-    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n" + body
-
-
 class PythonStateMutationInForward(Rule):
     code = "FL203"
     name = "python-state-mutation-in-forward"
@@ -178,51 +174,51 @@ class PythonStateMutationInForward(Rule):
 
     VALID = [
         # dict item store: one extra recompile, then stable
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.stats = {}\n\n"
             "    def forward(self, x):\n        self.stats['mean'] = x.mean()\n        return x * 2\n"
         ),
         # the fixed form: a long buffer updated in place
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n"
             '        self.register_buffer("steps", torch.tensor(0), persistent=False)\n\n'
             "    def forward(self, x):\n        self.steps.add_(1)\n        return x * 2\n"
         ),
         # the counter changes outside compiled code (a training-loop helper)
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.epoch = 0\n\n"
             "    def next_epoch(self):\n        self.epoch += 1\n\n"
             "    def forward(self, x):\n        return x.relu()\n"
         ),
         # a local list, not module state
-        _cls_src(
+        module_example(
             "    def forward(self, x):\n        out = []\n        for i in range(3):\n"
             "            out.append(x * i)\n        return torch.stack(out)\n"
         ),
         # float updated and used as a tensor operand: becomes dynamic after 2 recompiles
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.decay = 1.0\n\n"
             "    def forward(self, x):\n        self.decay *= 0.9\n        return x * self.decay\n"
         ),
         # guarded out of the traced code: dynamo takes the other branch
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.calls = 0\n        self.seen = []\n\n"
             "    def forward(self, x):\n        if not torch.compiler.is_compiling():\n            self.calls += 1\n"
             "            self.seen.append(x.shape)\n        return x * 2\n"
         ),
         # a tensor accumulated into an attribute: the attribute becomes a tensor, not a Python number
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.total = 0.0\n\n"
             "    def forward(self, x):\n        self.total += x.sum()\n        return x * 2\n"
         ),
     ]
     INVALID = [
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.num_calls = 0\n\n"
                 "    def forward(self, x):\n        self.num_calls += 1\n        return x.relu()\n"
             ),
-            expected_fix=_cls_src(
+            expected_fix=module_example(
                 "    def __init__(self):\n        super().__init__()\n"
                 '        self.register_buffer("num_calls", torch.tensor(0), persistent=False)\n\n'
                 "    def forward(self, x):\n        self.num_calls.add_(1)\n        return x.relu()\n"
@@ -232,13 +228,13 @@ class PythonStateMutationInForward(Rule):
         ),
         # `self.step = self.step + 1` in a helper the forward calls, used as a tensor operand
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.step = 0\n\n"
                 "    def reset(self):\n        self.step = 0\n\n"
                 "    def _tick(self):\n        if self.training:\n            self.step = self.step + 1\n\n"
                 "    def forward(self, x):\n        self._tick()\n        return x * self.step\n"
             ),
-            expected_fix=_cls_src(
+            expected_fix=module_example(
                 "    def __init__(self):\n        super().__init__()\n"
                 '        self.register_buffer("step", torch.tensor(0), persistent=False)\n\n'
                 "    def reset(self):\n        self.step.fill_(0)\n\n"
@@ -249,7 +245,7 @@ class PythonStateMutationInForward(Rule):
         ),
         # a list attribute that collects activations: no fix
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.cache = []\n\n"
                 "    def forward(self, x):\n        self.cache.append(x.detach())\n        return x.sin()\n"
             ),
@@ -257,7 +253,7 @@ class PythonStateMutationInForward(Rule):
         ),
         # the counter is read as a Python int in a branch: reported, no fix
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self, every: int = 100):\n        super().__init__()\n"
                 "        self.every = every\n        self.calls = 0\n\n"
                 "    def forward(self, x):\n        self.calls += 1\n"
@@ -267,7 +263,7 @@ class PythonStateMutationInForward(Rule):
         ),
         # a float accumulator that is never a tensor operand
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.clock = 0.0\n\n"
                 "    def forward(self, x):\n        self.clock += 0.5\n        return x.cos()\n"
             ),

@@ -10,7 +10,7 @@ import libcst as cst
 from fusionlint.analysis.attributes import self_attr
 from fusionlint.analysis.dominance import FirstPerBlock
 from fusionlint.analysis.walk import iter_nodes
-from fusionlint.rule import Effect, Invalid, Rule
+from fusionlint.rule import Effect, Invalid, Rule, module_example
 
 _DOCS = """
 ## What it does
@@ -243,10 +243,6 @@ def _argument_state(ctx, fn) -> _ArgumentState:
     return _ArgumentState(writes, local, frozenset(targets))
 
 
-def _cls_src(body: str) -> str:
-    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n" + body
-
-
 class GuardChangedByCompiledCode(Rule):
     code = "FL206"
     name = "guard-changed-by-compiled-code"
@@ -259,44 +255,44 @@ class GuardChangedByCompiledCode(Rule):
 
     VALID = [
         # decided from the input on every call, nothing stored (measured: 0 recompiles)
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.mode = 'sparse'\n\n"
             "    def forward(self, x):\n        mode = self.mode if x.shape[1] > 8 else 'full'\n"
             "        return x * 2 if mode == 'sparse' else x\n"
         ),
         # the setter is called between runs, not from compiled code (FL201's configuration case)
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.mode = 'sparse'\n\n"
             "    def set_mode(self, value: str):\n        self.mode = value\n\n"
             "    def forward(self, x):\n        return x * 2 if self.mode == 'sparse' else x\n"
         ),
         # a submodule replaced by compiled code is not a Python value
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.norm = nn.Identity()\n\n"
             "    def swap(self):\n        self.norm = nn.LayerNorm(4)\n\n"
             "    def forward(self, x):\n        if self.norm is not None:\n            self.swap()\n"
             "        return self.norm(x)\n"
         ),
         # an argument's flag that compiled code reads but never writes (measured: 0 recompiles)
-        _cls_src(
+        module_example(
             "    def forward(self, x, cache):\n        if cache.is_updated.get(0):\n            return x\n"
             "        return x * 2\n"
         ),
         # stored before it is read: the read sees the stored value, no guard on the old one (measured: 0 recompiles)
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.shift_size = 3\n\n"
             "    def forward(self, x):\n        self.shift_size = 0\n        if self.shift_size > 0:\n"
             "            x = torch.roll(x, self.shift_size, 1)\n        return x * 2\n"
         ),
         # an argument's state written but never read as a condition
-        _cls_src(
+        module_example(
             "    def forward(self, x, cache):\n        cache.last = x.shape[0]\n        return x * 2\n"
         ),
     ]
     INVALID = [
         # big_bird's pattern: a setter called from compiled code changes the attribute the guard reads
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self, mode: str = 'sparse'):\n        super().__init__()\n        self.mode = mode\n\n"
                 "    def set_mode(self, value: str):\n        if value == self.mode:\n            return\n"
                 "        self.mode = value\n\n"
@@ -308,7 +304,7 @@ class GuardChangedByCompiledCode(Rule):
         ),
         # the flag set in forward itself, read as a bare condition (a literal in __init__ says it is a bool)
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.initialized = False\n\n"
                 "    def forward(self, x):\n        if not self.initialized:\n"
                 "            self.initialized = True\n        return x * 2\n"
@@ -317,7 +313,7 @@ class GuardChangedByCompiledCode(Rule):
         ),
         # m2m_100's pattern: an argument's item read through a local, tested, then set by the same call
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.layer_idx = 0\n\n"
                 "    def forward(self, x, cache=None):\n        is_updated = False\n        if cache is not None:\n"
                 "            is_updated = cache.is_updated.get(self.layer_idx)\n"
@@ -330,7 +326,7 @@ class GuardChangedByCompiledCode(Rule):
         ),
         # whisper's order: read into a local, written, then the local tested (measured: 1 recompile on the `if`)
         Invalid(
-            _cls_src(
+            module_example(
                 "    def forward(self, x, cache):\n        is_updated = cache.is_updated.get(0)\n"
                 "        cache.is_updated[0] = True\n        if is_updated:\n            return x\n        return x * 2\n"
             ),
@@ -338,7 +334,7 @@ class GuardChangedByCompiledCode(Rule):
         ),
         # sam3_video's order: a membership test on an argument's dict, then the key stored (measured: 1 recompile)
         Invalid(
-            _cls_src(
+            module_example(
                 "    def forward(self, x, session, prompt_id: int = 0):\n"
                 "        if prompt_id not in session.prompt_embeddings:\n"
                 "            session.prompt_embeddings[prompt_id] = x.sum(0)\n"
@@ -349,7 +345,7 @@ class GuardChangedByCompiledCode(Rule):
         ),
         # an argument's attribute tested directly and set in the branch
         Invalid(
-            _cls_src(
+            module_example(
                 "    def forward(self, x, state):\n        if not state.ready:\n            state.ready = True\n"
                 "            return x * 2\n        return x\n"
             ),

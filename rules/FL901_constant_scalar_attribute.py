@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fusionlint.analysis.attributes import classify_use, collect_writes, scalar_kind, self_attr
-from fusionlint.rule import Effect, Invalid, Rule, Severity
+from fusionlint.rule import Effect, Invalid, Rule, Severity, module_example
 
 _DOCS = """
 ## What it does
@@ -52,10 +52,6 @@ https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming
 """
 
 
-def _cls_src(body: str) -> str:
-    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n" + body
-
-
 class ConstantScalarAttribute(Rule):
     code = "FL901"
     name = "constant-scalar-attribute"
@@ -69,23 +65,23 @@ class ConstantScalarAttribute(Rule):
 
     VALID = [
         # mutated: FL201's business, not this rule's
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
             "    def anneal(self):\n        self.threshold *= 0.9\n\n"
             "    def forward(self, x):\n        return x.clamp(-self.threshold, self.threshold)\n"
         ),
         # only used in Python control flow, not in tensor math
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.p = 0.1\n\n"
             "    def forward(self, x):\n        if self.p > 0.0:\n            return x.relu()\n        return x\n"
         ),
         # an int used as a shape argument (ints are shapes far more often than thresholds)
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n        self.heads = 4\n\n"
             "    def forward(self, x):\n        return x.view(x.size(0), self.heads, -1)\n"
         ),
         # already a buffer
-        _cls_src(
+        module_example(
             "    def __init__(self):\n        super().__init__()\n"
             '        self.register_buffer("eps", torch.tensor(1e-5), persistent=False)\n\n'
             "    def forward(self, x):\n        return x / (x.norm() + self.eps)\n"
@@ -93,7 +89,7 @@ class ConstantScalarAttribute(Rule):
     ]
     INVALID = [
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
                 "    def forward(self, x):\n        return x.clamp(-self.threshold, self.threshold)\n"
             ),
@@ -102,7 +98,7 @@ class ConstantScalarAttribute(Rule):
         ),
         # one finding per attribute, at its first use
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self, eps: float = 1e-6):\n        super().__init__()\n        self.eps = eps\n\n"
                 "    def forward(self, x):\n        y = x / (x.norm() + self.eps)\n        return y * (1.0 + self.eps)\n"
             ),
@@ -110,7 +106,7 @@ class ConstantScalarAttribute(Rule):
             count=1,
         ),
         Invalid(
-            _cls_src(
+            module_example(
                 "    def __init__(self):\n        super().__init__()\n        self.slope = 0.2\n\n"
                 "    def forward(self, x):\n        return torch.nn.functional.leaky_relu(x, self.slope)\n"
             ),
