@@ -20,6 +20,7 @@ import libcst as cst
 from fusionlint.analysis.compiled import mark_compiled
 from fusionlint.analysis.context import LINE_REFS, NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
+from fusionlint.analysis.dead_branches import dead_nodes
 from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import torch_target
 from fusionlint.analysis.project import ProjectIndex
@@ -210,8 +211,9 @@ class Engine:
         context = sparse_mod.SparseContext if sparse else RuleContext
         ctx = context(module, index, project, path, torch_version=self.target_torch)
         ctx.model = self.model
-        # the part of a compiled module __init__ after Dynamo's trace of it breaks runs eagerly
-        eager = eager_nodes(index)
+        # the part of a compiled module __init__ after Dynamo's trace of it breaks runs eagerly, and a
+        # branch the compiled callers' constants rule out is never traced
+        eager = eager_nodes(index) | dead_nodes(index)
         crashes: list[_RuleCrash] = []
         for rule_cls in rules:
             node: Optional[cst.CSTNode] = None

@@ -554,3 +554,63 @@ def test_an_explicit_base_init_call_is_not_another_classs_disabled_init(tmp_path
         """,
     })
     assert at(lint(root), "FL105") == []
+
+
+# docs/zoo-audit.md round 4, patterns 1 and 2: constants that every compiled call passes rule out
+# branches of the helper (big_bird's `set_attention_type("original_full")` never builds the block-sparse
+# attention; a `ddp=None` default never takes `if ddp is not None:`). Measured (torch 2.13 CPU, eager
+# backend, the ATTN example): GB0264 and GB0119 in Full's __init__ only; Sparse and the print not traced.
+ATTN = HEAD + """
+class Full(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+
+
+class Sparse(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+
+
+class Attn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mode = "sparse"
+        self.impl = Sparse()
+
+    def set_mode(self, value, ddp=None):
+        self.mode = value
+        if value == "full":
+            self.impl = Full()
+        else:
+            self.impl = Sparse()
+        if ddp is not None:
+            print(ddp.sum().item())
+"""
+
+
+def test_constants_every_compiled_call_passes_rule_out_branches(tmp_path):
+    root = project(tmp_path, {"attn.py": ATTN + """
+    def forward(self, x):
+        if x.shape[1] < 4:
+            self.set_mode("full")
+        return x
+"""})
+    found = lint(root)
+    assert at(found, "FL112") == [("attn.py", 5), ("attn.py", 6)]  # Full's only
+    assert at(found, "FL104") == [] and at(found, "FL101") == []
+
+
+def test_two_compiled_calls_with_different_constants_keep_both_branches(tmp_path):
+    root = project(tmp_path, {"attn.py": ATTN + """
+    def forward(self, x):
+        if x.shape[1] < 4:
+            self.set_mode("full")
+        else:
+            self.set_mode("sparse", ddp=x)
+        return x
+"""})
+    found = lint(root)
+    assert at(found, "FL112") == [("attn.py", 5), ("attn.py", 6), ("attn.py", 11), ("attn.py", 12)]
+    assert at(found, "FL101") == [("attn.py", 28)]

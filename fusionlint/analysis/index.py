@@ -58,6 +58,8 @@ class FunctionInfo:
     tensor_params: dict[str, str] = field(default_factory=dict)
     # callees as written ("self.embed", "norm_rows") whose project function returns a tensor (project model)
     tensor_calls: frozenset[str] = frozenset()
+    # parameters every compiled caller passes the same constant (fusionlint.project.model): name -> repr
+    constants: dict[str, str] = field(default_factory=dict)
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.semantic.bindings.bindings(node), computed lazily
 

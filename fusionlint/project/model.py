@@ -7,6 +7,7 @@ computed once, on the first question, and recomputed only when a file's text cha
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -43,6 +44,9 @@ class FunctionFacts:
     tensor_params: dict[str, str] = field(default_factory=dict)  # name -> why it is a tensor
     # callees as written ("self.embed", "helpers.norm") whose project function returns a tensor
     tensor_calls: frozenset[str] = frozenset()
+    # a helper's parameters that every compiled call passes the same constant: name -> its repr
+    # (`set_attention_type("original_full")`), or None once two calls differ or one is not a constant
+    constants: dict[str, Optional[str]] = field(default_factory=dict)
 
     @property
     def chain(self) -> str:
@@ -449,7 +453,10 @@ class _Propagation:
     # -- one function's call sites ----------------------------------------------------------------
     def _calls(self, summary: FileSummary, fn: FunctionSummary) -> None:
         facts = self.facts[(summary.path, fn.qualname)]
+        known = {n: c for n, c in facts.constants.items() if c is not None}
         for site in fn.calls:
+            if known and dead_branch(site.conds, known):
+                continue  # in a branch the constants every compiled caller passes rule out
             found = self._callee(summary, fn, site)
             if found is None:
                 continue
@@ -471,6 +478,8 @@ class _Propagation:
                 if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
                     callee_facts.tensor_params[name] = where
                     changed = True
+            if callee_facts.kind == "helper":
+                changed = _pass_constants(site, params, callee_facts.constants, known) or changed
             if changed and (callee_file, callee) not in self.queue:
                 self.queue.append((callee_file, callee))
 
@@ -602,6 +611,61 @@ class _Propagation:
             return False
         found = self._callee(summary, fn, site)
         return found is not None and (found[0].path, found[1].qualname) in self.returns
+
+
+def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]], known: dict[str, str]) -> bool:
+    """Join the constants one compiled call passes into the callee's; True when they changed."""
+    if site.consts is None:
+        passed = {p.name: None for p in params}
+    else:
+        positional, keywords = site.consts
+        by_name = dict(keywords)
+        passed = {}
+        for i, param in enumerate(params):
+            if i < len(positional):
+                value = positional[i]
+            elif param.name in by_name:
+                value = by_name[param.name]
+            else:
+                value = param.literal  # the default: its repr, or None when it is not a constant
+            if isinstance(value, tuple):  # a parameter of the caller passed on
+                value = known.get(value[1])
+            passed[param.name] = value
+    changed = False
+    for name, value in passed.items():
+        if name not in constants:
+            constants[name] = value
+            changed = True
+        elif constants[name] is not None and constants[name] != value:
+            constants[name] = None
+            changed = True
+    return changed
+
+
+def dead_branch(conds, known: dict[str, str]) -> bool:
+    """Does one of the branch tests around a call fail for the constants ``known``?"""
+    for param, op, literal, in_body in conds:
+        value = known.get(param)
+        if value is None:
+            continue
+        holds = constant_test(value, op, literal)
+        if holds is not None and holds != in_body:
+            return True
+    return False
+
+
+def constant_test(value: str, op: str, literal: str) -> Optional[bool]:
+    """``value op literal`` for two constants' reprs; None when it cannot be told."""
+    if op in ("is", "is not"):
+        if literal != "None" and value != "None":
+            return None
+        same = value == literal
+        return same if op == "is" else not same
+    try:
+        same = ast.literal_eval(value) == ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
+    return same if op == "==" else not same
 
 
 def propagation_view(summary: FileSummary, entered: frozenset[str], probed: frozenset[str]) -> tuple:

@@ -47,6 +47,7 @@ class Param:
     name: str
     annotation: Optional[str]  # "tensor" | "other" | None
     default: Optional[str]  # None (no default) | "none" | "literal" | "other"
+    literal: Optional[str] = None  # repr of a constant default (`value="full"` -> "'full'", `x=None` -> "None")
 
 
 @dataclass(slots=True)
@@ -60,6 +61,13 @@ class CallSite:
     kwargs: dict[str, Value]
     line: int
     written: str = ""  # the callee as written: "self.m", "helper", "helpers.norm" (what the libcst side sees)
+    # the constants it passes, for the callee's branches: (positional, keyword pairs), each entry the repr
+    # of a literal, ("param", name) for a parameter of the caller passed on, or None; None when the call
+    # does not show every argument (*args, **kwargs, a function handed to another call)
+    consts: Optional[tuple] = None
+    # the branches of the caller it sits in that test a parameter against a constant:
+    # (param, "==" | "!=" | "is" | "is not", repr of the constant, True in the body / False in the else)
+    conds: tuple = ()
 
 
 @dataclass(slots=True)
@@ -125,12 +133,78 @@ def is_logger_factory(qual: str) -> bool:
     return qual == "logging.getLogger" or qual.endswith("logging.get_logger")
 
 
-def _param(name: str, annotation: Optional[str], default: Optional[str]) -> Param:
-    key = ("param", name, annotation, default)
+def _param(name: str, annotation: Optional[str], default: Optional[ast.expr]) -> Param:
+    kind, literal = _default(default), _literal(default)
+    key = ("param", name, annotation, kind, literal)
     found = _SHARED.get(key)
     if found is None:
-        found = _SHARED[key] = Param(name, annotation, default)
+        found = _SHARED[key] = Param(name, annotation, kind, literal)
     return found
+
+
+def _literal(node: Optional[ast.expr]) -> Optional[str]:
+    """repr of a constant (``"full"``, ``2``, ``None``, ``-1``), or None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
+        return repr(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        if isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
+            return repr(-node.operand.value)
+    return None
+
+
+_COMPARISONS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}
+
+
+def _param_test(test: ast.expr, params: frozenset[str]) -> Optional[tuple[str, str, str]]:
+    """``value == "full"`` / ``"full" == value`` / ``mask is None`` / ``x is not None`` on a parameter."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARISONS):
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(right, ast.Name) and not isinstance(left, ast.Name):
+        left, right = right, left
+    literal = _literal(right)
+    if not (isinstance(left, ast.Name) and left.id in params and literal is not None):
+        return None
+    return left.id, _COMPARISONS[type(test.ops[0])], literal
+
+
+def _branch_conditions(body: list[ast.stmt], params: frozenset[str]) -> dict[int, tuple]:
+    """id(call) -> the parameter tests of the ``if`` branches around it (outermost first)."""
+    out: dict[int, tuple] = {}
+
+    def walk(nodes, conds: tuple) -> None:
+        for n in nodes:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(n, ast.If):
+                test = _param_test(n.test, params)
+                walk([n.test], conds)
+                walk(n.body, conds + ((*test, True),) if test else conds)
+                walk(n.orelse, conds + ((*test, False),) if test else conds)
+                continue
+            if isinstance(n, ast.Call) and conds:
+                out[id(n)] = conds
+            walk(ast.iter_child_nodes(n), conds)
+
+    walk(body, ())
+    return out
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    """What an assignment, ``for``, ``:=`` or comprehension binds."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    target = getattr(node, "target", None)
+    return [target] if target is not None else []
+
+
+def _const(node: ast.expr, params: frozenset[str]):
+    literal = _literal(node)
+    if literal is not None:
+        return literal
+    if isinstance(node, ast.Name) and node.id in params:
+        return ("param", node.id)
+    return None
 
 
 def summarize(
@@ -280,8 +354,8 @@ class _Summarizer:
         args = node.args
         positional = [*args.posonlyargs, *args.args]
         defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-        params = [_param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(positional, defaults)]
-        params += [Param(a.arg, _annotation(a.annotation), _default(d)) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+        params = [_param(a.arg, _annotation(a.annotation), d) for a, d in zip(positional, defaults)]
+        params += [_param(a.arg, _annotation(a.annotation), d) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
         decorators = [resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in node.decorator_list]
         static = "staticmethod" in decorators
         body_nodes: list[ast.AST] = []
@@ -314,7 +388,11 @@ class _Summarizer:
         names = [p.name for p in params] + ([args.vararg.arg] if args.vararg else [])
         values = function_values(node, names, aliases, body_nodes)
         elements = _loop_elements(body_nodes)
-        sites = [s for s in (self._site(c, values, elements) for c in calls) if s is not None]
+        # parameters never re-bound in the body: what a caller passes is what the branches test
+        rebound = {x.id for b in body_nodes for t in _targets(b) for x in ast.walk(t) if isinstance(x, ast.Name)}
+        fixed = frozenset(p.name for p in params) - rebound
+        conds = _branch_conditions(node.body, fixed) if fixed else {}
+        sites = [s for s in (self._site(c, values, elements, fixed, conds) for c in calls) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in calls) if s is not None]
         returned = tuple(values.of(value) for value in returns)
         info = FunctionSummary(
@@ -327,7 +405,8 @@ class _Summarizer:
         for inner in nested:
             self._function(inner, f"{qual}.<locals>.{inner.name}", cls, qual)
 
-    def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str]) -> Optional[CallSite]:
+    def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str], fixed: frozenset[str] = frozenset(),
+              conds: Optional[dict] = None) -> Optional[CallSite]:
         func = call.func
         if isinstance(func, ast.Attribute):
             recv = func.value
@@ -359,7 +438,14 @@ class _Summarizer:
             return None
         args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else _shared(values.of(a)) for a in call.args]
         kwargs = {k.arg: _shared(values.of(k.value)) for k in call.keywords if k.arg is not None}
-        return CallSite(how, target, args, kwargs, call.lineno, dotted(func) or "")
+        consts = None
+        if not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords):
+            consts = _shared((
+                tuple(_const(a, fixed) for a in call.args),
+                tuple((k.arg, _const(k.value, fixed)) for k in call.keywords),
+            ))
+        found = (conds or {}).get(id(call), ())
+        return CallSite(how, target, args, kwargs, call.lineno, dotted(func) or "", consts, found)
 
     def _reference(self, call: ast.Call, values: LocalValues) -> Optional[CallSite]:
         """A function handed to a call rather than called: ``functools.partial(f, a)`` (a call of ``f``
