@@ -201,10 +201,8 @@ def test_setter_called_from_compiled_code_changes_the_guarded_attribute(tmp_path
     assert "BigBird.forward → " in found[("model.py", 11)]
 
 
-# transformers/models/m2m_100/modeling_m2m_100.py:294: the cache's cross-attention flag is read into a
-# local, tested, and set by the same call (guard `kwargs['cache'].is_updated[0] == False` in the bench)
-def test_argument_flag_set_by_the_compiled_call_is_a_recompile_cause(tmp_path):
-    root = project(tmp_path, {"m2m.py": HEAD + """
+# the start of transformers' cross-attention forward (m2m_100, gpt2): the cache flag read into a local
+CROSS_ATTENTION_START = """
         class Attention(nn.Module):
             def __init__(self, layer_idx: int = 0):
                 super().__init__()
@@ -215,7 +213,13 @@ def test_argument_flag_set_by_the_compiled_call_is_a_recompile_cause(tmp_path):
                 is_cross_attention = key_value_states is not None
                 is_updated = False
                 if cache is not None:
-                    is_updated = cache.is_updated.get(self.layer_idx)
+                    is_updated = cache.is_updated.get(self.layer_idx)"""
+
+
+# transformers/models/m2m_100/modeling_m2m_100.py:294: the cache's cross-attention flag is read into a
+# local, tested, and set by the same call (guard `kwargs['cache'].is_updated[0] == False` in the bench)
+def test_argument_flag_set_by_the_compiled_call_is_a_recompile_cause(tmp_path):
+    root = project(tmp_path, {"m2m.py": HEAD + CROSS_ATTENTION_START + """
                 if is_cross_attention and cache is not None and is_updated:
                     return hidden_states
                 key_states = self.k_proj(hidden_states)
@@ -281,18 +285,7 @@ def test_a_shape_entry_torch_makes_from_shape_numbers_says_it_breaks_once_dynami
 # docs/zoo-audit.md round 4, pattern 5 (gpt2:178 and :196): a local that carries the cache flag is
 # tested in two blocks; Dynamo guards once, at the read into the local, so one recompile is reported
 def test_a_local_carrying_argument_state_is_reported_once(tmp_path):
-    root = project(tmp_path, {"gpt2.py": HEAD + """
-        class Attention(nn.Module):
-            def __init__(self, layer_idx: int = 0):
-                super().__init__()
-                self.k_proj = nn.Linear(8, 8)
-                self.layer_idx = layer_idx
-
-            def forward(self, hidden_states, key_value_states=None, cache=None):
-                is_cross_attention = key_value_states is not None
-                is_updated = False
-                if cache is not None:
-                    is_updated = cache.is_updated.get(self.layer_idx)
+    root = project(tmp_path, {"gpt2.py": HEAD + CROSS_ATTENTION_START + """
                 if is_cross_attention and is_updated:
                     return hidden_states
                 key_states = self.k_proj(hidden_states)
