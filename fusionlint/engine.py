@@ -162,7 +162,9 @@ class Engine:
         if plan is not None and module.default_indent != plan.default_indent:
             return None  # fix texts are indented with it
         try:
-            reports, crashes, ctx = self._run_rules(module, rules, path, sparse=plan is not None or record, project=project)
+            reports, crashes, ctx = self._run_rules(
+                module, rules, path, sparse=plan is not None or record, project=project, plan=plan
+            )
         except RecursionError:  # indexing the file (not a rule): the depth limit should prevent it
             if plan is not None:
                 return None
@@ -201,15 +203,19 @@ class Engine:
         return out
 
     def _run_rules(
-        self, module: cst.Module, rules: list[type[Rule]], path: str, sparse: bool = False, project=None
+        self, module: cst.Module, rules: list[type[Rule]], path: str, sparse: bool = False, project=None, plan=None
     ) -> tuple[list[Report], list[_RuleCrash], RuleContext]:
         project = project if project is not None else self.project
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
         index = Collector(wanted).collect(module)
+        # what the methods the sparse plan left out would have told the collector
+        inexact = sparse_mod.apply_facts(index, plan) if plan is not None else None
         mark_compiled(index, project)
         apply_project(index, self.model, path)
-        context = sparse_mod.SparseContext if sparse else RuleContext
-        ctx = context(module, index, project, path, torch_version=self.target_torch)
+        if sparse:
+            ctx = sparse_mod.SparseContext(module, index, project, path, torch_version=self.target_torch, inexact=inexact)
+        else:
+            ctx = RuleContext(module, index, project, path, torch_version=self.target_torch)
         ctx.model = self.model
         # the part of a compiled module __init__ after Dynamo's trace of it breaks runs eagerly, and a
         # branch the compiled callers' constants rule out is never traced

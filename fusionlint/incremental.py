@@ -47,7 +47,7 @@ _BASE = -1
 @dataclass
 class _Entry:
     findings: list  # the group's findings (suppressions applied)
-    asked_attrs: frozenset
+    asked_attrs: frozenset  # (FileFacts field, attribute) pairs (fusionlint.sparse.asked_attr_pairs)
     asked_kinds: frozenset
     project_trace: list  # (what, key, answer) asked of the project index
     model_trace: list  # (what, name, answer) asked of the project model
@@ -143,7 +143,7 @@ class GroupMemo:
         if result.error is not None or result.rule_errors:
             self._by_path.pop(path, None)
             return result
-        asked_attrs, asked_kinds = frozenset(ctx.asked_attrs), frozenset(ctx.asked_kinds)
+        asked_attrs, asked_kinds = sparse_mod.asked_attr_pairs(ctx), frozenset(ctx.asked_kinds)
         aliases = dict(ctx.file.aliases)
         base = keyed[0][0]
         owner: dict[str, int] = {}  # top-level name -> its group (not the base group's)
@@ -284,7 +284,7 @@ def _lint_group(engine, text, source, path, rules, plan, blanked) -> Optional[_E
     result, ctx = done
     if result.error is not None or result.rule_errors:
         return None
-    asked_attrs, asked_kinds = frozenset(ctx.asked_attrs), frozenset(ctx.asked_kinds)
+    asked_attrs, asked_kinds = sparse_mod.asked_attr_pairs(ctx), frozenset(ctx.asked_kinds)
     classes, quals = tuple(ctx.file.classes), tuple(ctx.file.functions)
     model_trace = [("class", name, _model_answer(engine.model, path, "class", name)) for name in classes]
     model_trace += [("function", qual, _model_answer(engine.model, path, "function", qual)) for qual in quals]
@@ -323,8 +323,14 @@ class _Asked:
     """What ``sparse.still_exact`` reads of a SparseContext, from a memo entry."""
 
     def __init__(self, attrs, kinds, aliases: dict) -> None:
-        self.asked_attrs = set(attrs)
+        self.asked_attrs = {name: set() for name in sparse_mod._FILE_FACT_FIELDS}
+        for name, attr in attrs:
+            self.asked_attrs[name].add(attr)
         self.asked_kinds = set(kinds)
+        # a projection blanks whole groups, which never name each other: nothing found by name, no
+        # left-out method (sparse.apply_facts) to ask about
+        self.asked_names: set = set()
+        self.inexact = sparse_mod.Inexact()
         self._memo = {sparse_mod._FILE_FACTS_KEY: True} if attrs else {}
         self.file = _Aliases(aliases)
 

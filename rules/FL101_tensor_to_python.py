@@ -301,7 +301,7 @@ def _python_list(expr: cst.BaseExpression, ctx) -> bool:
         cls = ctx.cls
         if cls is None:
             return False
-        return cls.submodules.get(expr.attr.value) in _LIST_MODULES or isinstance(cls.container_attrs.get(expr.attr.value), cst.List)
+        return cls.submodules.get(expr.attr.value) in _LIST_MODULES or cls.container_attrs.get(expr.attr.value) == "list"
     return False
 
 

@@ -6,6 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.init_facts import InitValue
+from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.scope import function_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
@@ -254,14 +256,14 @@ GB0148 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0148.html
             if sub is not None and self._class_method_disabled(sub, "forward", ctx):
                 return "GB0099"
             return None
-        value = ctx.memo(("fl105-init-values", cls.name), lambda: _init_values(cls)).get(attr)
+        value = _init_value(cls, attr)
         if value is None:
             return None
-        wrapped = _disable_wrapped(value, ctx.qualname)
-        if wrapped is not None:
-            # a wrapped module instance is called through its __call__: reported as GB0148
-            return "GB0148" if isinstance(value.args[0].value, cst.Call) else "GB0098"
-        if isinstance(value, cst.Name) and self._name_disabled(value.value, ctx):
+        if value.kind == "call" and value.first_arg.startswith("positional") and value.name:
+            if through_aliases(value.name, ctx.file.aliases) in _DISABLE:
+                # a wrapped module instance is called through its __call__: reported as GB0148
+                return "GB0148" if value.first_arg == "positional-call" else "GB0098"
+        if value.kind == "name" and self._name_disabled(value.name, ctx):
             return "GB0098"
         return None
 
@@ -279,18 +281,9 @@ GB0148 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0148.html
         return self._class_method_disabled(ctx.cls, method, ctx)
 
 
-def _init_values(cls) -> dict[str, cst.BaseExpression]:
-    """attr -> value of the first ``self.<attr> = value`` in the class's ``__init__``."""
-    init = cls.methods.get("__init__")
-    found: dict[str, cst.BaseExpression] = {}
-    if init is None:
-        return found
-    for node in function_nodes(init.node, (cst.Assign,)):
-        for target in node.targets:
-            t = target.target
-            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                found.setdefault(t.attr.value, node.value)
-    return found
+def _init_value(cls, attr: str) -> Optional[InitValue]:
+    """What the first ``self.<attr> = value`` in the class's own ``__init__`` assigns (described)."""
+    return next((w.value for w in cls.init_writes.get(attr, ()) if w.own and w.stmt == "assign"), None)
 
 
 def _locally_bound(fn: cst.FunctionDef, name: str) -> bool:

@@ -6,7 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.init_facts import InitValue
 from fusionlint.analysis.module_init import PARAM_MODULES, compiled_module_init, is_explicit_module_init, makes_parameters, trace_end
+from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import is_torch_module_base
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
@@ -476,13 +478,13 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         )
 
 
-def _init_value(attr: str, ctx) -> Optional[cst.BaseExpression]:
-    """The value ``self.<attr>`` is given in ``__init__`` when that is its only assignment there."""
+def _init_value(attr: str, ctx) -> Optional[InitValue]:
+    """What ``self.<attr>`` is given in ``__init__`` when that is its only assignment there."""
     cls = ctx.cls
     if cls is None:
         return None
-    writes = [stmt for method, stmt in cls.self_attr_writes.get(attr, ()) if method == "__init__"]
-    if len(writes) != 1 or not isinstance(writes[0], cst.Assign):
+    writes = cls.init_writes.get(attr, ())
+    if len(writes) != 1 or writes[0].stmt != "assign":
         return None
     return writes[0].value
 
@@ -492,8 +494,8 @@ def _jit_submodule(func: cst.BaseExpression, ctx) -> Optional[str]:
     if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
         return None
     value = _init_value(func.attr.value, ctx)
-    if isinstance(value, cst.Call):
-        qual = ctx.qualname(value.func) or ""
+    if value is not None and value.kind == "call" and value.name:
+        qual = through_aliases(value.name, ctx.file.aliases)
         if qual in _JIT_WRAPPERS:
             return qual
     return None
@@ -502,12 +504,13 @@ def _jit_submodule(func: cst.BaseExpression, ctx) -> Optional[str]:
 def _generator(expr: cst.BaseExpression, ctx) -> bool:
     """``self.g`` / a local name bound only to ``torch.Generator(...)`` (or ``torch.Generator(...).manual_seed(..)``)."""
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        values = [_init_value(expr.attr.value, ctx)]
-    elif isinstance(expr, cst.Name):
-        values = list(ctx.bindings().get(expr.value) or [None])
-    else:
+        value = _init_value(expr.attr.value, ctx)
+        return value is not None and value.kind == "call" and bool(value.seeded) and (
+            through_aliases(value.seeded, ctx.file.aliases) == "torch.Generator"
+        )
+    if not isinstance(expr, cst.Name):
         return False
-    for value in values:
+    for value in list(ctx.bindings().get(expr.value) or [None]):
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "manual_seed":
             value = value.func.value
         if not (isinstance(value, cst.Call) and (ctx.qualname(value.func) or "") == "torch.Generator"):

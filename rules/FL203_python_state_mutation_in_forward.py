@@ -287,7 +287,7 @@ class PythonStateMutationInForward(Rule):
         if attr is None or cls is None or cls.kind != "module":
             return
         value = cls.container_attrs.get(attr)
-        if not isinstance(value, cst.List) or attr in cls.buffers or attr in cls.submodules:
+        if value != "list" or attr in cls.buffers or attr in cls.submodules:
             return
         ctx.report(
             node,

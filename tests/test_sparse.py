@@ -223,10 +223,15 @@ def test_plan_blanks_methods_of_a_kept_class_that_nothing_reaches(tmp_path, monk
         "    def forward(self, x):\n        return self.w(x).sum().item()\n"
     )
     plan = _plan_of(source)
-    # __init__ and forward are entry points, reset writes an attribute (so it is kept) and names
-    # describe; extra_repr is named by nothing and the model does not compile it
-    assert [u.name for u in plan.blanked] == ["Net.extra_repr"]
-    assert plan.parsed_text().count("\n") == source.count("\n") - 2
+    # forward is the entry point; __init__ and reset (which writes an attribute) go, described from
+    # CPython's tree (sparse.method_facts), and describe, named only by reset, with them; extra_repr is
+    # named by nothing and the model does not compile it
+    assert [u.name for u in plan.blanked] == ["Net.__init__", "Net.reset", "Net.describe", "Net.extra_repr"]
+    assert plan.parsed_text().count("\n") == source.count("\n") - sum(u.end - u.start + 1 for u in plan.blanked)
+    facts = {f.name: f for f, _aliases in plan.class_facts["Net"]}
+    assert sorted(facts) == ["__init__", "reset"]
+    assert [(w[0], w[1], w[2], w[3].kind, w[3].name) for w in facts["__init__"].writes] == [("w", "__init__", "assign", "call", "nn.Linear")]
+    assert [(w[0], w[1], w[3].kind) for w in facts["reset"].writes] == [("scale", "reset", "call")]
     (tmp_path / "model.py").write_text(source)
     runs = _lint_all_ways(tmp_path, monkeypatch)
     assert runs["sparse"] == runs["full"]
@@ -236,6 +241,8 @@ def test_plan_blanks_methods_of_a_kept_class_that_nothing_reaches(tmp_path, monk
 def test_a_rule_looking_up_a_blanked_method_makes_the_file_lint_whole():
     from types import SimpleNamespace
 
+    from fusionlint.analysis.index import Inexact
+
     source = (
         "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
         "    def helper(self):\n        return 1\n\n    def forward(self, x):\n        return x\n"
@@ -244,8 +251,8 @@ def test_a_rule_looking_up_a_blanked_method_makes_the_file_lint_whole():
     assert [u.name for u in plan.blanked] == ["Net.helper"]
 
     def asked(methods):
-        return SimpleNamespace(asked_attrs=set(), asked_kinds=set(), _memo={}, file=SimpleNamespace(aliases={}),
-                               asked_methods=methods)
+        return SimpleNamespace(asked_attrs={}, asked_kinds=set(), _memo={}, file=SimpleNamespace(aliases={}),
+                               asked_methods=methods, asked_names=set(), inexact=Inexact())
 
     assert sparse.still_exact(plan, asked({"Net": {"forward", "__init__"}}))
     assert not sparse.still_exact(plan, asked({"Net": {"helper"}}))

@@ -209,6 +209,7 @@ def scalar_kind(cls, attr: str) -> Optional[str]:
 
     A numeric literal (``self.t = 5.0``), or an ``__init__`` parameter with a numeric default
     or an ``int``/``float`` annotation (``def __init__(self, threshold=5.0): self.threshold = threshold``).
+    Read from the described writes (fusionlint.analysis.init_facts), not from ``__init__``'s nodes.
     """
     if cls is None:
         return None
@@ -216,46 +217,22 @@ def scalar_kind(cls, attr: str) -> Optional[str]:
         return "int"
     if attr in cls.scalar_attrs:
         return "float"
-    init = cls.methods.get("__init__")
-    if init is None:
+    if cls.init_params is None:
         return None
-    value = init_value(cls, attr)
-    if isinstance(value, cst.Name):
-        param = _init_param(init.node, value.value)
-        if param is None:
-            return None
-        if param.annotation is not None:
-            text = cst.Module([]).code_for_node(param.annotation.annotation).strip()
-            if text in ("int", "float"):
-                return text
-            return None
-        default = param.default
-        if isinstance(default, cst.UnaryOperation) and isinstance(default.operator, cst.Minus):
-            default = default.expression
-        if isinstance(default, cst.Float):
-            return "float"
-        if isinstance(default, cst.Integer):
-            return "int"
-    return None
-
-
-def _init_param(fn: cst.FunctionDef, name: str) -> Optional[cst.Param]:
-    params = fn.params
-    for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
-        if p.name.value == name:
-            return p
-    return None
+    value = next((w.value for w in cls.init_writes.get(attr, ()) if w.stmt != "augassign"), None)
+    if value is None or value.kind != "name":
+        return None
+    param = cls.init_params.get(value.name)
+    if param is None:
+        return None
+    annotation, default = param
+    if annotation is not None:
+        return annotation if annotation in ("int", "float") else None
+    return default
 
 
 def init_writes(cls, attr: str) -> list[cst.CSTNode]:
     return [node for method, node in cls.self_attr_writes.get(attr, ()) if method == "__init__"]
-
-
-def init_value(cls, attr: str) -> Optional[cst.BaseExpression]:
-    for node in init_writes(cls, attr):
-        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-            return node.value
-    return None
 
 
 def function_of(ctx, cls, method: str, node: cst.CSTNode):
@@ -388,9 +365,9 @@ def _surgery_methods(ctx, cls) -> frozenset[str]:
         ("surgery-methods", id(cls)),
         lambda: frozenset(
             method
-            for name, writes in cls.self_attr_writes.items()
+            for name, methods in cls.write_methods().items()
             if name in cls.submodules or name in cls.params
-            for method, _ in writes
+            for method in methods
             if method != "__init__"
         ),
     )
@@ -404,9 +381,7 @@ def collect_writes(ctx, cls, attr: str) -> Writes:
 def _collect_writes(ctx, cls, attr: str) -> Writes:
     out = Writes()
     surgery = _surgery_methods(ctx, cls)
-    for method, stmt in cls.self_attr_writes.get(attr, ()):
-        if method == "__init__":
-            continue
+    for method, stmt in cls.writes_outside_init(attr):
         fn = function_of(ctx, cls, method, stmt)
         compiled = bool(fn is not None and fn.compiled)
         if method in surgery and not compiled:
@@ -446,6 +421,8 @@ def walk_with_parents(root: cst.CSTNode, want: Callable[[cst.CSTNode], bool]):
 
 def class_reads(ctx, cls, attr: str):
     """[(read node, parents, FunctionInfo or None)] for every ``self.attr`` in the class that is not a write target."""
+    if cls.blanked is not None:  # the reads in the methods the sparse plan left out are not in cls.node
+        cls.blanked.inexact.hit(f"{cls.name}: every read of self.{attr} asked for")
     by_node = {id(fn.node): fn for fn in ctx.file.functions.values()}
     targets = set()
     for _, stmt in cls.self_attr_writes.get(attr, ()):

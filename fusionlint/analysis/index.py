@@ -12,11 +12,81 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.init_facts import InitParams, InitWrite, describe_cst, note_init_value, params_cst
 from fusionlint.analysis.names import dotted, record_import, resolve
 from fusionlint.analysis.walk import walk
 
 # A parent chain is a linked list (node, rest): recording it for a node costs one tuple.
 ParentLink = Optional[tuple]
+
+
+class Inexact:
+    """Set when a rule asked the sparse plan's parse something only the left-out code could answer:
+    the engine then lints the full text (fusionlint.sparse)."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def hit(self, reason: str) -> None:
+        self.reasons.append(reason)
+
+
+@dataclass(eq=False)
+class BlankedMethods:
+    """The methods of one class the sparse plan left out of libcst's text, as CPython's tree saw them."""
+
+    inexact: Inexact
+    writes: dict[str, list[str]] = field(default_factory=dict)  # attr -> methods writing self.<attr> there
+
+
+class _GuardedWrites(dict):
+    """``ClassInfo.self_attr_writes`` when some writes are in left-out methods: asking for those
+    (their statements are not in the parsed tree) makes the sparse parse inexact."""
+
+    def __init__(self, data, blanked: BlankedMethods, cls_name: str) -> None:
+        super().__init__(data)
+        self._blanked, self._cls = blanked, cls_name
+
+    def _asked(self, attr) -> None:
+        if attr in self._blanked.writes:
+            self._blanked.inexact.hit(f"{self._cls}: the statements writing self.{attr} were left out")
+
+    def get(self, key, default=None):
+        self._asked(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self._asked(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key) -> bool:
+        self._asked(key)
+        return super().__contains__(key)
+
+    def _all(self) -> None:
+        if self._blanked.writes:
+            self._blanked.inexact.hit(f"{self._cls}: every self.<attr> write asked for")
+
+    def __iter__(self):
+        self._all()
+        return super().__iter__()
+
+    def keys(self):
+        self._all()
+        return super().keys()
+
+    def items(self):
+        self._all()
+        return super().items()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+
+def guard_writes(cls: "ClassInfo") -> None:
+    if cls.blanked is not None and cls.blanked.writes and not isinstance(cls.self_attr_writes, _GuardedWrites):
+        cls.self_attr_writes = _GuardedWrites(cls.self_attr_writes, cls.blanked, cls.name)
 
 
 @dataclass(eq=False)
@@ -26,9 +96,9 @@ class ClassInfo:
     bases: list[str]  # resolved through imports
     kind: Optional[str] = None  # "module" | "autograd_function" | None
     methods: dict[str, "FunctionInfo"] = field(default_factory=dict)
-    scalar_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)  # self.x = 5.0 in __init__
-    int_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)  # subset of scalar_attrs: ints
-    container_attrs: dict[str, cst.BaseExpression] = field(default_factory=dict)  # self.x = [] / {}
+    scalar_attrs: dict[str, str] = field(default_factory=dict)  # self.x = 5.0 in __init__: "int" | "float"
+    int_attrs: dict[str, str] = field(default_factory=dict)  # subset of scalar_attrs: ints
+    container_attrs: dict[str, str] = field(default_factory=dict)  # self.x = [] / {}: "list" | "dict"
     params: set[str] = field(default_factory=set)
     buffers: set[str] = field(default_factory=set)
     tensor_attrs: set[str] = field(default_factory=set)  # self.x = torch.ones(...) in __init__
@@ -38,6 +108,26 @@ class ClassInfo:
     submodule_ctors: dict[str, dict[str, str]] = field(default_factory=dict)
     # attr -> [(method name, Assign/AugAssign node)] for writes to self.<attr>
     self_attr_writes: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
+    # attr -> the writes of self.<attr> in functions named __init__, described (fusionlint.analysis.init_facts):
+    # what the rules ask of __init__, answered the same when the sparse plan left __init__ out of libcst's text
+    init_writes: dict[str, list[InitWrite]] = field(default_factory=dict)
+    init_params: Optional[InitParams] = None  # the parameters of the class's __init__; None: it has none
+    # what the sparse plan left out of this class (None: nothing, or a full parse)
+    blanked: Optional["BlankedMethods"] = None
+
+    def writes_outside_init(self, attr: str) -> list[tuple[str, cst.CSTNode]]:
+        """(method, statement) of every write of ``self.<attr>`` outside ``__init__``."""
+        if self.blanked is not None and any(m != "__init__" for m in self.blanked.writes.get(attr, ())):
+            self.blanked.inexact.hit(f"{self.name}: a left-out method writes self.{attr}")
+        return [(m, stmt) for m, stmt in dict.get(self.self_attr_writes, attr, ()) if m != "__init__"]
+
+    def write_methods(self) -> dict[str, list[str]]:
+        """attr -> the methods writing ``self.<attr>``, in the parsed code and in what the sparse plan left out."""
+        out: dict[str, list[str]] = {a: [m for m, _ in ws] for a, ws in dict.items(self.self_attr_writes)}
+        if self.blanked is not None:
+            for attr, methods in self.blanked.writes.items():
+                out.setdefault(attr, []).extend(methods)
+        return out
 
 
 @dataclass(eq=False)
@@ -92,17 +182,6 @@ class FileIndex:
 
 _BUFFER_CALLS = ("register_buffer",)
 _PARAM_CALLS = ("register_parameter",)
-
-
-def _const_number(expr: cst.BaseExpression) -> Optional[str]:
-    """"int"/"float" for a numeric literal (optionally negated), else None."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        expr = expr.expression
-    if isinstance(expr, cst.Integer):
-        return "int"
-    if isinstance(expr, cst.Float):
-        return "float"
-    return None
 
 
 class Collector:
@@ -184,7 +263,8 @@ class Collector:
             decorators.append(resolve(expr, self.index.aliases) or "")
         info = FunctionInfo(name, qual, node, cls, parent=self._func, decorators=decorators)
         if self._func is None and self._cls is not None:
-            self._cls.methods.setdefault(name, info)
+            if self._cls.methods.setdefault(name, info) is info and name == "__init__":
+                self._cls.init_params = params_cst(node)
         self.index.functions.setdefault(qual, info)
         self._func = info
 
@@ -226,9 +306,9 @@ class Collector:
             self._self_write(node.target, node, node.value)
 
     def _enter_AugAssign(self, node: cst.AugAssign) -> None:
-        self._self_write(node.target, node, None)
+        self._self_write(node.target, node, node.value, augmented=True)
 
-    def _self_write(self, target: cst.BaseExpression, stmt: cst.CSTNode, value) -> None:
+    def _self_write(self, target: cst.BaseExpression, stmt: cst.CSTNode, value, augmented: bool = False) -> None:
         cls, func = self._cls, self._func
         if cls is None or func is None:
             return
@@ -238,25 +318,11 @@ class Collector:
             return
         attr = target.attr.value
         cls.self_attr_writes.setdefault(attr, []).append((func.name, stmt))
-        if func.name != "__init__" or value is None:
+        if func.name != "__init__":
             return
-        number = _const_number(value)
-        if number:
-            cls.scalar_attrs.setdefault(attr, value)
-            if number == "int":
-                cls.int_attrs.setdefault(attr, value)
-            return
-        if isinstance(value, (cst.List, cst.Dict)):
-            cls.container_attrs.setdefault(attr, value)
-            return
-        if isinstance(value, cst.Call):
-            ctor = resolve(value.func, self.index.aliases) or ""
-            if ctor.endswith(("nn.Parameter", "nn.parameter.Parameter")):
-                cls.params.add(attr)
-            elif ctor and ctor.rsplit(".", 1)[-1][:1].isupper():
-                cls.submodules[attr] = ctor
-            elif ctor.startswith("torch."):
-                from fusionlint.semantic.tensors import torch_call_returns_tensor  # (cycle: tensors imports index)
-
-                if torch_call_returns_tensor(ctor):  # torch.ones(...) yes; torch.device(...) no
-                    cls.tensor_attrs.add(attr)
+        desc = describe_cst(value)
+        kind = "augassign" if augmented else "annassign" if isinstance(stmt, cst.AnnAssign) else "assign"
+        own = func.parent is None and cls.methods.get("__init__") is func
+        cls.init_writes.setdefault(attr, []).append(InitWrite(kind, desc, own))
+        if not augmented:  # `self.x += 1` says nothing new about what x holds
+            note_init_value(cls, attr, desc, self.index.aliases)

@@ -14,6 +14,7 @@ import libcst as cst
 
 from fusionlint.semantic.bindings import target_names
 from fusionlint.semantic.is_compiling import is_compiling_test
+from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.scope import function_nodes
 from fusionlint.semantic.tensors import NON_TENSOR_METHODS, TENSOR_ATTRS, torch_call_returns_tensor
 
@@ -139,10 +140,10 @@ class TensorJudge:
         cls = ctx.cls or (ctx.function.cls if ctx.function is not None else None)
         if cls is None or attr in cls.params or attr in cls.buffers or attr in cls.submodules:
             return True
-        for method, stmt in cls.self_attr_writes.get(attr, ()):
-            value = getattr(stmt, "value", None)
-            if method == "__init__" and isinstance(value, cst.Call):
-                qual = ctx.qualname(value.func) or ""
+        for write in cls.init_writes.get(attr, ()):
+            value = write.value
+            if value.kind == "call" and value.name:
+                qual = through_aliases(value.name, ctx.file.aliases)
                 if qual.startswith("torch.") and not torch_call_returns_tensor(qual):
                     return False
         return True
