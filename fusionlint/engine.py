@@ -131,7 +131,13 @@ class Engine:
         file_rules = [r for r in rules if r.scope != "compiled"]
         if any(not r.triggers for r in file_rules):  # looks at every node of the file: nothing can be left out
             return None
-        return sparse_mod.plan(source, outline, self.model, path, [t for r in file_rules for t in r.triggers])
+        summary = self.model.files.get(path)
+        aliases = summary.aliases if summary is not None else {}
+
+        def pins(text: str, names: set) -> bool:
+            return any(r.pins(text, names, aliases) for r in file_rules)
+
+        return sparse_mod.plan(source, outline, self.model, path, pins)
 
     def _lint_parsed(
         self,

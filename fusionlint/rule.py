@@ -168,6 +168,13 @@ class Rule:
     static: ClassVar[bool] = True
     # The file is skipped before parsing unless it contains one of these substrings.
     triggers: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def pins(cls, text: str, names: set, aliases: dict) -> bool:
+        """For a whole-file rule (``scope = "file"``): must a definition or statement with this source
+        (``names``: its identifiers; ``aliases``: the file's imports) stay in the sparse parse's text
+        (fusionlint.sparse)? Default: it holds a trigger. A rule may answer more narrowly, never less."""
+        return any(t in text for t in cls.triggers)
     gb_ids: ClassVar[tuple[str, ...]] = ()  # PyTorch graph-break registry ids, e.g. ("GB0124",)
     measured_on: ClassVar[tuple[str, ...]] = ()
     # How the confirm pass must call a module to show this rule's effect, beyond its default calls:

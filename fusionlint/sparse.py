@@ -76,8 +76,8 @@ class SparsePlan:
     lines: Optional["LineMap"] = field(default=None, repr=False)
     # class name -> [(what a left-out __init__ / self-writing method does, the imports in force there)]
     class_facts: dict = field(default_factory=dict, repr=False)
-    units_text: str = field(default="", repr=False)  # the left-out top-level definitions alone
-    method_others: set = field(default_factory=set, repr=False)  # attributes left-out methods assign on non-self objects
+    # the attributes the left-out code assigns on objects other than self (`model.t = v`), for file_facts' writes
+    others_assigned: Optional[set] = field(default=None, repr=False)
 
     def blanked_lines(self) -> int:
         return sum(u.end - u.start + 1 for u in self.blanked)
@@ -141,7 +141,7 @@ def cut_pieces(source: str, pieces: list[tuple[int, int, Unit]]) -> tuple[str, s
     return "".join(blank_pieces), "".join(cut_texts), LineMap(runs)
 
 
-def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterable[str]) -> Optional[SparsePlan]:
+def plan(source: str, outline: Outline, model, path: str, file_triggers) -> Optional[SparsePlan]:
     """The sparse text of ``source`` (outlined as ``outline``), or None when nothing can be blanked."""
     units = outline.units
     if not units or outline.default_indent is None:
@@ -155,7 +155,14 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
         return None
     compiled_roots, compiled_methods = _compiled(model, path)
     compile_names = {"compile"} | _compile_aliases(model, path)
-    triggers = tuple(file_triggers)
+    # what the whole-file rules need kept: (text, identifiers) -> bool, or their triggers
+    if callable(file_triggers):
+        file_pins = file_triggers
+    else:
+        triggers = tuple(file_triggers)
+
+        def file_pins(text: str, names: set) -> bool:
+            return any(t in text for t in triggers)
     starts = line_starts(source)
 
     def span(first: int, last: int) -> tuple[int, int]:
@@ -165,7 +172,7 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
     texts = [source[a:b] for a, b in spans]
 
     def pinned(names: _UnitNames, text: str) -> bool:
-        return names.imports or not compile_names.isdisjoint(names.names) or any(t in text for t in triggers)
+        return names.imports or not compile_names.isdisjoint(names.names) or file_pins(text, names.names)
 
     keep = [
         unit.name in compiled_roots or names.entry or pinned(names, text)
@@ -194,6 +201,17 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
             method_keep[(i, j)] = True
         else:
             described[(i, j)] = facts
+    # module-level statements go when nothing kept uses what they bind (timm's `default_cfgs` tables);
+    # what the rules read of them by walking the module stays: a `compile` name, a trigger, a
+    # `disable` (FL105's module-level `f = torch.compiler.disable(g)`), a logger (the side-effects analysis)
+    summary = model.files.get(path) if model is not None else None
+    loggers = summary.loggers if summary is not None else set()
+    statement_texts = [source[slice(*span(st.start, st.end))] for st in used.statements]
+    statement_keep = [
+        not compile_names.isdisjoint(st.names) or "disable" in text or file_pins(text, st.names)
+        or not loggers.isdisjoint(st.binds)
+        for st, text in zip(used.statements, statement_texts)
+    ]
     # names the kept code uses: the module-level code, then kept definitions and methods, to a fixpoint
     mentioned = set(used.outside)
     # what a left-out method's described writes name (a constructor, a function assigned to self.<attr>)
@@ -216,11 +234,21 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
                 counted.add((i, j))
                 mentioned |= used.units[i].methods[j].names
                 changed = True
+        for n, k in enumerate(statement_keep):
+            if k and ("stmt", n) not in counted:
+                counted.add(("stmt", n))
+                mentioned |= used.statements[n].names
+                changed = True
+            elif not k and not used.statements[n].binds.isdisjoint(mentioned):
+                statement_keep[n] = changed = True
         for i, unit in enumerate(units):
             if not keep[i] and unit.name in mentioned:
                 keep[i] = changed = True
         for (i, j), k in method_keep.items():
-            if not k and used.units[i].methods[j].name in mentioned:
+            # `super().__init__()` in kept code names every __init__: not a reason to keep one (a rule
+            # looking a class's __init__ up is recorded by SparseContext and lints the file whole)
+            name = used.units[i].methods[j].name
+            if not k and name in mentioned and (name != "__init__" or (i, j) not in described):
                 method_keep[(i, j)] = changed = True
     # a class keeps at least one statement (an empty body does not parse)
     for i, u in enumerate(used.units):
@@ -229,9 +257,14 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
                 method_keep[(i, j)] = True
     gone_units = [i for i, k in enumerate(keep) if not k]
     gone_methods = [key for key, k in method_keep.items() if not k and keep[key[0]]]
-    if not gone_units and not gone_methods:
+    gone_statements = [n for n, k in enumerate(statement_keep) if not k]
+    if not gone_units and not gone_methods and not gone_statements:
         return None
     pieces = [(*spans[i], units[i]) for i in gone_units]
+    pieces += [
+        (*span(st.start, st.end), Unit(f"<module statement at line {st.start}>", st.start, st.end))
+        for st in (used.statements[n] for n in gone_statements)
+    ]
     pieces += [
         (*span(m.start, m.end), Unit(f"{units[i].name}.{m.name}", m.start, m.end))
         for i, j in gone_methods
@@ -240,8 +273,8 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
     pieces.sort(key=lambda p: p[0])
     text, cut_text, lines = cut_pieces(source, pieces)
     # blanked methods are wrapped in a class so that the logger check can parse them on their own
-    units_text = "".join(texts[i] for i in gone_units)
-    blanked_text = units_text + "".join("class _:\n" + method_texts[key] for key in gone_methods)
+    blanked_text = "".join(map(_line_ended, [*(texts[i] for i in gone_units), *(statement_texts[n] for n in gone_statements)]))
+    blanked_text += "".join("class _:\n" + _line_ended(method_texts[key]) for key in gone_methods)
     class_facts: dict[str, list] = {}
     imports = sorted(used.imports, key=lambda n: (n.lineno, n.col_offset))
     aliases: dict[str, str] = {}
@@ -252,10 +285,14 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers: Iterabl
             record_import_ast(imports[taken], aliases)
             taken += 1
         class_facts.setdefault(facts.cls, []).append((facts, dict(aliases)))
-    others = set().union(*(used.units[i].methods[j].others for i, j in gone_methods)) if gone_methods else set()
-    return SparsePlan(
-        text, [p[2] for p in pieces], outline.default_indent, blanked_text, cut_text, lines, class_facts, units_text, others
-    )
+    others: set = set()
+    for i in gone_units:
+        others |= used.units[i].others
+    for n in gone_statements:
+        others |= used.statements[n].others
+    for i, j in gone_methods:
+        others |= used.units[i].methods[j].others
+    return SparsePlan(text, [p[2] for p in pieces], outline.default_indent, blanked_text, cut_text, lines, class_facts, others)
 
 
 @dataclass
@@ -266,6 +303,7 @@ class _UnitNames:
     own: set = field(default_factory=set)  # a class's names outside its methods (all names otherwise)
     methods: list = field(default_factory=list)  # a class's methods that may be blanked (_MethodNames)
     body_size: int = 0  # a class's statements
+    others: set = field(default_factory=set)  # attributes it assigns on anything but self
 
 
 @dataclass
@@ -281,10 +319,22 @@ class _MethodNames:
 
 
 @dataclass
+class _StmtNames:
+    """A module-level statement that can be left out: an assignment to names, a docstring or a call."""
+
+    start: int
+    end: int
+    names: set  # the identifiers it uses or binds
+    binds: set  # the names it assigns
+    others: set = field(default_factory=set)  # attributes it assigns on anything but self
+
+
+@dataclass
 class CodeNames:
     units: list[_UnitNames]  # per top-level def/class, in order
-    outside: set  # identifiers of the module-level code around them
+    outside: set  # identifiers of the module-level code around them that always stays
     imports: list = field(default_factory=list)  # every import statement of the file (any depth)
+    statements: list = field(default_factory=list)  # module-level statements that may be left out (_StmtNames)
 
 
 # Methods kept whenever their class is: entry points, protocol methods Python calls without naming
@@ -297,15 +347,56 @@ def code_names(tree: ast.Module) -> CodeNames:
     units: list[_UnitNames] = []
     outside: set = set()
     imports: list = []
-    for stmt in tree.body:
+    statements: list[_StmtNames] = []
+    body = tree.body
+    for k, stmt in enumerate(body):
         if isinstance(stmt, ast.ClassDef):
             units.append(_class_names(stmt, imports))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names, holds_import, _entry, _writes = _walk(stmt, imports)
-            units.append(_UnitNames(names, holds_import, False, own=names))
+            others: set = set()
+            names, holds_import, _entry, _writes = _walk(stmt, imports, others)
+            units.append(_UnitNames(names, holds_import, False, own=names, others=others))
         else:
-            outside |= _walk(stmt, imports)[0]
-    return CodeNames(units, outside, imports)
+            others = set()
+            names = _walk(stmt, imports, others)[0]
+            binds = _statement_binds(stmt)
+            last = stmt.end_lineno or stmt.lineno
+            alone = (k == 0 or (body[k - 1].end_lineno or body[k - 1].lineno) < stmt.lineno) and (
+                k + 1 == len(body) or last < _first_line(body[k + 1])
+            )
+            if binds is not None and alone:
+                statements.append(_StmtNames(stmt.lineno, last, names, binds, others))
+            else:
+                outside |= names
+    return CodeNames(units, outside, imports, statements)
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+
+
+def _statement_binds(stmt: ast.stmt) -> Optional[set]:
+    """The names a module-level statement that may be left out binds (``x = ...``, ``a, b = ...``,
+    ``x: T = ...``, a docstring or a call on its own: none), or None for any other statement."""
+    if isinstance(stmt, ast.Expr):
+        return set() if isinstance(stmt.value, (ast.Constant, ast.Call)) else None
+    if isinstance(stmt, ast.AnnAssign):
+        return {stmt.target.id} if isinstance(stmt.target, ast.Name) and stmt.value is not None else None
+    if not isinstance(stmt, ast.Assign):
+        return None
+    out: set = set()
+    todo = list(stmt.targets)
+    while todo:
+        target = todo.pop()
+        if isinstance(target, ast.Name):
+            out.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            todo.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            todo.append(target.value)
+        else:  # `obj.attr = ...`, `table[k] = ...`: changes something else
+            return None
+    return out
 
 
 def _class_names(cls: ast.ClassDef, imports_seen: list) -> _UnitNames:
@@ -322,9 +413,11 @@ def _class_names(cls: ast.ClassDef, imports_seen: list) -> _UnitNames:
     imports = entry = False
     methods: list[_MethodNames] = []
     previous_end = max([cls.lineno, *((getattr(b, "end_lineno", None) or b.lineno) for b in [*cls.bases, *cls.keywords])])
+    all_others: set = set()
     for stmt in cls.body:
         others: set = set()
         names, holds_import, defines_entry, writes = _walk(stmt, imports_seen, others)
+        all_others |= others
         every |= names
         imports |= holds_import
         entry |= defines_entry
@@ -351,7 +444,7 @@ def _class_names(cls: ast.ClassDef, imports_seen: list) -> _UnitNames:
     for m in methods:
         if m.name == "__init__" and any("__init__" in o.names for o in methods if o is not m):
             m.pinned, m.node = True, None
-    return _UnitNames(every, imports, entry, own=own, methods=methods, body_size=len(cls.body))
+    return _UnitNames(every, imports, entry, own=own, methods=methods, body_size=len(cls.body), others=all_others)
 
 
 def _walk(root: ast.AST, imports_seen: Optional[list] = None, others: Optional[set] = None) -> tuple[set, bool, bool, bool]:
@@ -564,6 +657,11 @@ def _compiled(model, path: str) -> tuple[set[str], set[str]]:
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
+def _line_ended(text: str) -> str:
+    """``text`` ending with a line end (the file's last line may have none), so that pieces can be joined."""
+    return text if text.endswith(("\n", "\r")) else text + "\n"
+
+
 def _only_line_ends(text: str) -> str:
     if "\r" not in text:
         return "\n" * text.count("\n")
@@ -698,13 +796,13 @@ def still_exact(plan_: SparsePlan, ctx: SparseContext) -> bool:
             attrs = sorted(a for a in asked if isinstance(a, str))
             if not attrs:
                 continue
-            text = plan_.blanked_text
-            if name == "writes":  # other objects' attributes: left-out methods say which they touch
-                if not plan_.method_others.isdisjoint(attrs):
+            if name == "writes" and plan_.others_assigned is not None:
+                # other objects' attributes assigned: CPython's tree of the left-out code says which
+                if not plan_.others_assigned.isdisjoint(attrs):
                     return False
-                text = plan_.units_text
+                continue
             touched = re.compile(r"\.[\s\\]*(?:" + "|".join(map(re.escape, attrs)) + r")\b")
-            if touched.search(text):
+            if touched.search(plan_.blanked_text):
                 return False
     if ctx.asked_names:
         for unit in plan_.blanked:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fusionlint.rule import Effect, Invalid, Rule
@@ -9,6 +11,8 @@ from fusionlint.rule import Effect, Invalid, Rule
 _COMPILE_CALLS = frozenset({"torch.compile", "torch.compiler.compile", "torch._dynamo.optimize"})
 _MARK_STATIC = frozenset({"torch._dynamo.mark_static", "torch._dynamo.decorators.mark_static"})
 _AUTO_DYNAMIC = "torch._dynamo.config.automatic_dynamic_shapes"
+_ALIASED = _COMPILE_CALLS | _MARK_STATIC | {_AUTO_DYNAMIC}
+_DYNAMIC_FALSE = re.compile(r"\bdynamic[\s\\]*=[\s\\]*False\b")
 
 _COST = (
     "every new input shape recompiles (measured, torch 2.13 CPU: 1 recompile per new batch size, "
@@ -81,6 +85,15 @@ class StaticShapesRecompile(Rule):
     effects = (Effect.RECOMPILE,)
     scope = "file"
     triggers = ("dynamic", "mark_static")
+
+    @classmethod
+    def pins(cls, text: str, names: set, aliases: dict) -> bool:
+        # the three forms as written: `dynamic=False`, `...automatic_dynamic_shapes = False`, mark_static, or
+        # an import alias of one (`from torch._dynamo import mark_static as ms`); timm's
+        # `dynamic_img_size=False` is none of these
+        if "mark_static" in text or "automatic_dynamic_shapes" in text or _DYNAMIC_FALSE.search(text):
+            return True
+        return any(aliases.get(n) in _ALIASED for n in names)
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = _DOCS
 

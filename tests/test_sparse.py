@@ -257,3 +257,34 @@ def test_a_rule_looking_up_a_blanked_method_makes_the_file_lint_whole():
     assert sparse.still_exact(plan, asked({"Net": {"forward", "__init__"}}))
     assert not sparse.still_exact(plan, asked({"Net": {"helper"}}))
     assert not sparse.still_exact(plan, asked({"Net": {sparse._EVERYTHING}}))  # iterated its methods
+
+
+FL202_FORMS = (
+    "import torch\nfrom torch._dynamo import mark_static as ms\nfrom torch import compile as tc\n\n\n"
+    "class Block(torch.nn.Module):\n    def __init__(self, dynamic_img_size=False):\n        super().__init__()\n"
+    "        self.dynamic_img_size = dynamic_img_size\n\n    def forward(self, x):\n        return x\n\n\n"
+    "def pin(x):\n    ms(x, 0)\n\n\ndef build(model):\n    return tc(model,\n              dynamic = False)\n\n\n"
+    "def configure():\n    torch._dynamo.config.automatic_dynamic_shapes = False\n"
+)
+
+
+def test_whole_file_rule_keeps_what_it_reads_and_no_more(tmp_path, monkeypatch):
+    # FL202 (scope "file") pins its three forms, aliased ones too, but not timm's `dynamic_img_size=False`
+    plan = _plan_of_with_rules(FL202_FORMS)
+    blanked = [u.name for u in plan.blanked]
+    assert "Block.__init__" in blanked and not {"pin", "build", "configure"} & set(blanked)
+    (tmp_path / "model.py").write_text(FL202_FORMS)
+    runs = _lint_all_ways(tmp_path, monkeypatch)
+    assert runs["sparse"] == runs["full"]
+    assert [row[5] for row in runs["full"][0][0]] == ["FL202", "FL202", "FL202"]
+
+
+def _plan_of_with_rules(source: str):
+    import ast
+
+    from fusionlint.engine import Engine
+    from fusionlint.registry import all_rules
+
+    engine = Engine(all_rules().values())
+    engine.model.add("m.py", Path("m.py"), source)
+    return engine._plan(source, outline.outline_of(ast.parse(source), source, 10_000), "m.py", list(all_rules().values()))
