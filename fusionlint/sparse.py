@@ -57,7 +57,9 @@ from fusionlint.analysis.index import BlankedMethods, FileIndex, Inexact, guard_
 from fusionlint.analysis.init_facts import InitParams, InitValue, InitWrite, describe_ast, note_init_value, params_ast
 from fusionlint.lines import line_starts
 from fusionlint.outline import Outline, Unit
-from fusionlint.semantic.values import resolve
+from fusionlint.analysis.names import through_aliases
+from fusionlint.project.summary import is_logger_factory
+from fusionlint.semantic.values import dotted, resolve
 
 # the memo key of fusionlint.analysis.attributes.file_facts
 _FILE_FACTS_KEY = "attribute-file-facts"
@@ -78,6 +80,8 @@ class SparsePlan:
     class_facts: dict = field(default_factory=dict, repr=False)
     # the attributes the left-out code assigns on objects other than self (`model.t = v`), for file_facts' writes
     others_assigned: Optional[set] = field(default=None, repr=False)
+    # does the left-out code assign a logger (what the side-effects analysis reads Assigns for)? None: unknown
+    assigns_logger: Optional[bool] = field(default=None, repr=False)
 
     def blanked_lines(self) -> int:
         return sum(u.end - u.start + 1 for u in self.blanked)
@@ -286,13 +290,18 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers) -> Opti
             taken += 1
         class_facts.setdefault(facts.cls, []).append((facts, dict(aliases)))
     others: set = set()
-    for i in gone_units:
-        others |= used.units[i].others
-    for n in gone_statements:
-        others |= used.statements[n].others
-    for i, j in gone_methods:
-        others |= used.units[i].methods[j].others
-    return SparsePlan(text, [p[2] for p in pieces], outline.default_indent, blanked_text, cut_text, lines, class_facts, others)
+    callees: set = set()
+    for piece in [*(used.units[i] for i in gone_units), *(used.statements[n] for n in gone_statements),
+                  *(used.units[i].methods[j] for i, j in gone_methods)]:
+        others |= piece.others
+        callees |= piece.calls_assigned
+    everything = dict(aliases)
+    for node in imports[taken:]:
+        record_import_ast(node, everything)
+    loggers = any(is_logger_factory(through_aliases(c, everything)) for c in callees)
+    return SparsePlan(
+        text, [p[2] for p in pieces], outline.default_indent, blanked_text, cut_text, lines, class_facts, others, loggers
+    )
 
 
 @dataclass
@@ -304,6 +313,7 @@ class _UnitNames:
     methods: list = field(default_factory=list)  # a class's methods that may be blanked (_MethodNames)
     body_size: int = 0  # a class's statements
     others: set = field(default_factory=set)  # attributes it assigns on anything but self
+    calls_assigned: set = field(default_factory=set)  # callees of its `x = f(...)` (a logger factory?)
 
 
 @dataclass
@@ -315,6 +325,7 @@ class _MethodNames:
     imports: bool
     pinned: bool  # kept whenever its class is: what the per-file pass reads of every method
     others: set = field(default_factory=set)  # attributes it assigns on anything but self
+    calls_assigned: set = field(default_factory=set)  # callees of its `x = f(...)` (a logger factory?)
     node: Optional[ast.AST] = None  # __init__ or a method writing self.<attr>: described when left out
 
 
@@ -327,6 +338,7 @@ class _StmtNames:
     names: set  # the identifiers it uses or binds
     binds: set  # the names it assigns
     others: set = field(default_factory=set)  # attributes it assigns on anything but self
+    calls_assigned: set = field(default_factory=set)  # callees of its `x = f(...)` (a logger factory?)
 
 
 @dataclass
@@ -354,18 +366,19 @@ def code_names(tree: ast.Module) -> CodeNames:
             units.append(_class_names(stmt, imports))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             others: set = set()
-            names, holds_import, _entry, _writes = _walk(stmt, imports, others)
-            units.append(_UnitNames(names, holds_import, False, own=names, others=others))
+            calls: set = set()
+            names, holds_import, _entry, _writes = _walk(stmt, imports, others, calls)
+            units.append(_UnitNames(names, holds_import, False, own=names, others=others, calls_assigned=calls))
         else:
-            others = set()
-            names = _walk(stmt, imports, others)[0]
+            others, calls = set(), set()
+            names = _walk(stmt, imports, others, calls)[0]
             binds = _statement_binds(stmt)
             last = stmt.end_lineno or stmt.lineno
             alone = (k == 0 or (body[k - 1].end_lineno or body[k - 1].lineno) < stmt.lineno) and (
                 k + 1 == len(body) or last < _first_line(body[k + 1])
             )
             if binds is not None and alone:
-                statements.append(_StmtNames(stmt.lineno, last, names, binds, others))
+                statements.append(_StmtNames(stmt.lineno, last, names, binds, others, calls))
             else:
                 outside |= names
     return CodeNames(units, outside, imports, statements)
@@ -414,10 +427,13 @@ def _class_names(cls: ast.ClassDef, imports_seen: list) -> _UnitNames:
     methods: list[_MethodNames] = []
     previous_end = max([cls.lineno, *((getattr(b, "end_lineno", None) or b.lineno) for b in [*cls.bases, *cls.keywords])])
     all_others: set = set()
+    all_calls: set = set()
     for stmt in cls.body:
         others: set = set()
-        names, holds_import, defines_entry, writes = _walk(stmt, imports_seen, others)
+        calls: set = set()
+        names, holds_import, defines_entry, writes = _walk(stmt, imports_seen, others, calls)
         all_others |= others
+        all_calls |= calls
         every |= names
         imports |= holds_import
         entry |= defines_entry
@@ -432,7 +448,7 @@ def _class_names(cls: ast.ClassDef, imports_seen: list) -> _UnitNames:
             # them is described from CPython's tree (method_facts), unless the description could differ
             protocol = stmt.name.startswith("__") and stmt.name.endswith("__") and stmt.name != "__init__"
             pinned = protocol or defines_entry
-            method = _MethodNames(stmt.name, first, last, names, holds_import, pinned, others=others)
+            method = _MethodNames(stmt.name, first, last, names, holds_import, pinned, others=others, calls_assigned=calls)
             if not pinned and (writes or stmt.name == "__init__"):
                 method.node = stmt
             methods.append(method)
@@ -444,13 +460,17 @@ def _class_names(cls: ast.ClassDef, imports_seen: list) -> _UnitNames:
     for m in methods:
         if m.name == "__init__" and any("__init__" in o.names for o in methods if o is not m):
             m.pinned, m.node = True, None
-    return _UnitNames(every, imports, entry, own=own, methods=methods, body_size=len(cls.body), others=all_others)
+    return _UnitNames(every, imports, entry, own=own, methods=methods, body_size=len(cls.body), others=all_others,
+                      calls_assigned=all_calls)
 
 
-def _walk(root: ast.AST, imports_seen: Optional[list] = None, others: Optional[set] = None) -> tuple[set, bool, bool, bool]:
+def _walk(
+    root: ast.AST, imports_seen: Optional[list] = None, others: Optional[set] = None, calls_assigned: Optional[set] = None
+) -> tuple[set, bool, bool, bool]:
     """(identifiers used or bound, holds an import, defines forward/backward, writes self.<attr> or
     registers a buffer/parameter) of ``root``; its imports are appended to ``imports_seen``, and the
-    names of attributes assigned on anything but ``self`` added to ``others``."""
+    names of attributes assigned on anything but ``self`` added to ``others``, and the callees (as
+    written) of ``x = f(...)`` assignments to ``calls_assigned`` (a logger made there)."""
     names: set = set()
     imports = entry = writes = False
     stack: list = [root]
@@ -482,6 +502,11 @@ def _walk(root: ast.AST, imports_seen: Optional[list] = None, others: Optional[s
         elif kind is ast.Call:
             if type(node.func) is ast.Attribute and node.func.attr in _REGISTERS:
                 writes = True
+        elif kind is ast.Assign:
+            if calls_assigned is not None and type(node.value) is ast.Call:
+                callee = dotted(node.value.func)
+                if callee:
+                    calls_assigned.add(callee)
         elif kind is ast.arg:
             names.add(node.arg)
         elif kind is ast.keyword and node.arg:
@@ -809,7 +834,10 @@ def still_exact(plan_: SparsePlan, ctx: SparseContext) -> bool:
             if "." not in unit.name and unit.name in ctx.asked_names:
                 return False
     for kind in ctx.asked_kinds:
-        if kind is not cst.Assign or _blanked_logger(plan_, ctx.file.aliases):
+        if kind is not cst.Assign:
+            return False
+        logger = plan_.assigns_logger if plan_.assigns_logger is not None else _blanked_logger(plan_, ctx.file.aliases)
+        if logger:
             return False
     asked_methods = getattr(ctx, "asked_methods", {})
     for unit in plan_.blanked:
