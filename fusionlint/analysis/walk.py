@@ -48,17 +48,30 @@ def _is_node(kind: type) -> bool:
     return known
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Code-bearing children of ``node`` in field order (source order for almost every node)."""
-    for name in _fields(type(node)):
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Code-bearing children of ``node`` in field order (source order for almost every node).
+
+    A list, not a generator: every walk takes them all, and this is the walks' innermost loop."""
+    out: list[cst.CSTNode] = []
+    known = _IS_NODE
+    names = _FIELDS.get(type(node)) or _fields(type(node))
+    for name in names:
         value = getattr(node, name)
         kind = type(value)
         if kind is tuple or kind is list:
             for item in value:
-                if _is_node(type(item)):
-                    yield item
-        elif _is_node(kind):
-            yield value
+                hit = known.get(type(item))
+                if hit is None:
+                    hit = _is_node(type(item))
+                if hit:
+                    out.append(item)
+        else:
+            hit = known.get(kind)
+            if hit is None:
+                hit = _is_node(kind)
+            if hit:
+                out.append(value)
+    return out
 
 
 def walk(
@@ -78,21 +91,34 @@ def walk(
             continue
         if leave is not None:
             push((node, True))
-        kids = list(children(node))
+        kids = children(node)
         for kid in reversed(kids):
             push((kid, False))
 
 
+# libcst's node classes are ABCs, so isinstance() goes through ABCMeta.__instancecheck__ (most of a
+# walk's cost): iter_nodes answers "is this node one of kinds" once per (kinds, node type).
+_MATCHES: dict[tuple, dict[type, bool]] = {}
+_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})  # libcst has no subclasses of these
+
+
 def iter_nodes(root: cst.CSTNode, kinds: tuple[type, ...], *, into_nested_defs: bool = False) -> Iterator[cst.CSTNode]:
     """Every descendant of ``root`` (not ``root`` itself) that is an instance of ``kinds``."""
-    stack = list(children(root))
+    matches = _MATCHES.get(kinds)
+    if matches is None:
+        matches = _MATCHES[kinds] = {}
+    stack = children(root)
     stack.reverse()
     while stack:
         node = stack.pop()
-        if isinstance(node, kinds):
+        kind = type(node)
+        hit = matches.get(kind)
+        if hit is None:
+            hit = matches[kind] = issubclass(kind, kinds)
+        if hit:
             yield node
-        if not into_nested_defs and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if not into_nested_defs and kind in _SCOPES:
             continue
-        kids = list(children(node))
+        kids = children(node)
         kids.reverse()
         stack.extend(kids)
