@@ -200,7 +200,7 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers) -> Opti
         m = used.units[i].methods[j]
         if k or m.node is None:
             continue
-        facts = method_facts(units[i].name, m.node, source, method_texts[(i, j)]) if class_counts[units[i].name] == 1 else None
+        facts = method_facts(units[i].name, m.node, source, method_texts[(i, j)], starts) if class_counts[units[i].name] == 1 else None
         if facts is None:
             method_keep[(i, j)] = True
         else:
@@ -540,7 +540,7 @@ class MethodFacts:
 _REGISTER_KINDS = {"register_buffer": "buffer", "register_parameter": "param"}
 
 
-def method_facts(cls_name: str, fn: ast.AST, source: str, text: str) -> Optional[MethodFacts]:
+def method_facts(cls_name: str, fn: ast.AST, source: str, text: str, starts: list[int]) -> Optional[MethodFacts]:
     """``fn``'s facts (``text``: its source), in the collector's order; None when the description could
     differ from what the collector reads of libcst's tree (a class or a def named ``__init__`` nested in it)."""
     out = MethodFacts(cls_name, fn.name, min([fn.lineno, *(d.lineno for d in fn.decorator_list)]))
@@ -574,7 +574,7 @@ def method_facts(cls_name: str, fn: ast.AST, source: str, text: str) -> Optional
             if type(node) is ast.Call:
                 f = node.func
                 if type(f) is ast.Attribute and f.attr in _REGISTER_KINDS and type(f.value) is ast.Name and f.value.id == "self":
-                    name = _registered_name(node, source)
+                    name = _registered_name(node, source, starts)
                     if name is not None:
                         out.registers.append((_REGISTER_KINDS[f.attr], name))
     if fn.name == "__init__":
@@ -590,7 +590,22 @@ def _note_write(out: MethodFacts, target: ast.expr, stmt: str, value: ast.expr, 
         out.writes.append((target.attr, func, stmt, describe_ast(value)))
 
 
-def _registered_name(call: ast.Call, source: str) -> Optional[str]:
+def _segment(source: str, starts: list[int], node: ast.expr) -> str:
+    """``ast.get_source_segment`` from the file's line offsets (it splits the whole source on each call;
+    columns are UTF-8 byte offsets within a line)."""
+    first, last = node.lineno, node.end_lineno or node.lineno
+
+    def line(n: int) -> bytes:
+        return source[starts[n - 1] : starts[n] if n < len(starts) else len(source)].encode("utf-8")
+
+    if first == last:
+        return line(first)[node.col_offset : node.end_col_offset].decode("utf-8", "replace")
+    middle = b"".join(line(n) for n in range(first + 1, last))
+    text = line(first)[node.col_offset :] + middle + line(last)[: node.end_col_offset]
+    return text.decode("utf-8", "replace")
+
+
+def _registered_name(call: ast.Call, source: str, starts: list[int]) -> Optional[str]:
     """The attribute ``self.register_buffer("name", ...)`` names, when the collector reads one: its first
     argument as written is a single string literal (libcst's SimpleString) holding a str."""
     written = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
@@ -600,7 +615,7 @@ def _registered_name(call: ast.Call, source: str) -> Optional[str]:
     value = first.value if isinstance(first, (ast.keyword, ast.Starred)) else first
     if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
         return None
-    segment = ast.get_source_segment(source, value) or ""
+    segment = _segment(source, starts, value)
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(segment).readline) if t.type not in _LAYOUT_TOKENS]
     except (tokenize.TokenError, SyntaxError):
