@@ -12,6 +12,8 @@ file's error instead of a traceback or gigabytes of memory.
 from __future__ import annotations
 
 import ast
+
+from fusionlint.pyast import NOT_CHILDREN
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -33,10 +35,7 @@ MAX_NODES = 200_000
 # Fields of CPython's AST classes that never hold a child worth walking: names, flags, and the
 # shared Load/Store and operator singletons (leaves). Skipping them per type made the walk ~40%
 # faster on transformers.
-_NOT_CHILDREN = frozenset(
-    {"id", "arg", "name", "attr", "kind", "type_comment", "ctx", "op", "ops", "level", "module", "conversion",
-     "is_async", "simple"}
-)
+_NOT_CHILDREN = NOT_CHILDREN
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 

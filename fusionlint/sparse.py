@@ -59,6 +59,7 @@ from fusionlint.lines import line_starts
 from fusionlint.outline import Outline, Unit
 from fusionlint.analysis.names import through_aliases
 from fusionlint.project.summary import is_logger_factory
+from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import dotted, resolve
 
 # the memo key of fusionlint.analysis.attributes.file_facts
@@ -519,7 +520,7 @@ def _walk(
             names.add(node.rest)
         elif kind is ast.ExceptHandler and node.name:
             names.add(node.name)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return names, imports, entry, writes
 
 

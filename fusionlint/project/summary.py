@@ -18,6 +18,7 @@ from fusionlint.analysis.judge import TENSOR_METHODS
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
 from fusionlint.precheck import MAX_NODES
+from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import NOTHING, LocalValues, Value, dotted, function_values, resolve
 
 # Calls into these never reach project code: not worth a call site.
@@ -168,6 +169,9 @@ def _param_test(test: ast.expr, params: frozenset[str]) -> Optional[tuple[str, s
     return left.id, _COMPARISONS[type(test.ops[0])], literal
 
 
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def _branch_conditions(body: list[ast.stmt], params: frozenset[str]) -> dict[int, tuple]:
     """id(call) -> the parameter tests of the ``if`` branches around it (outermost first)."""
     out: dict[int, tuple] = {}
@@ -182,9 +186,14 @@ def _branch_conditions(body: list[ast.stmt], params: frozenset[str]) -> dict[int
                 walk(n.body, conds + ((*test, True),) if test else conds)
                 walk(n.orelse, conds + ((*test, False),) if test else conds)
                 continue
-            if isinstance(n, ast.Call) and conds:
-                out[id(n)] = conds
-            walk(ast.iter_child_nodes(n), conds)
+            if conds:
+                if isinstance(n, ast.Call):
+                    out[id(n)] = conds
+                walk(child_nodes(n), conds)
+            elif isinstance(n, _HOLDS_STATEMENTS):
+                # outside every tested branch only an `if` adds a condition, and only statements hold
+                # one: the expressions here need no walk
+                walk([c for c in child_nodes(n) if isinstance(c, _HOLDS_STATEMENTS)], conds)
 
     walk(body, ())
     return out
@@ -384,7 +393,7 @@ class _Summarizer:
                 self._import(n)
             elif isinstance(n, ast.Return) and n.value is not None:
                 returns.append(n.value)
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
         names = [p.name for p in params] + ([args.vararg.arg] if args.vararg else [])
         values = function_values(node, names, aliases, body_nodes)
         elements = _loop_elements(body_nodes)
