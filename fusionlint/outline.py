@@ -16,7 +16,12 @@ from typing import Optional
 from fusionlint.lines import line_starts
 
 
-@dataclass(frozen=True)
+# Outlines are kept for every file of the run: line numbers above 256 are a new int object each (32
+# bytes), so each distinct one is kept once.
+_LINES: dict[int, int] = {}
+
+
+@dataclass(frozen=True, slots=True)  # kept for every file of the run: no __dict__ each
 class Unit:
     """A top-level ``def``/``class``, decorators included."""
 
@@ -25,7 +30,7 @@ class Unit:
     end: int  # last line
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outline:
     depth: int  # as fusionlint.precheck.TreeShape
     nodes: int  # counted up to one past the node limit
@@ -52,7 +57,7 @@ def outline_of(tree: ast.Module, source: str, max_nodes: int, shapes: Optional[d
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
             end = stmt.end_lineno if stmt.end_lineno is not None else stmt.lineno
-            units.append(Unit(stmt.name, first, end))
+            units.append(Unit(stmt.name, _LINES.setdefault(first, first), _LINES.setdefault(end, end)))
     return Outline(shape.depth, shape.nodes, where, tuple(units), first_indent(tree.body, source, starts))
 
 

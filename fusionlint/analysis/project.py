@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 _CLASS_RE = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.M)
 _DISABLE_RE = re.compile(
@@ -62,29 +64,60 @@ def is_autograd_function_base(qualname: str) -> bool:
 
 @dataclass(frozen=True)
 class _FileFacts:
-    """What one file contributed, kept so that a changed file can be taken back out exactly."""
+    """What one file contributed, kept so that a changed file can be taken back out exactly.
+
+    Kept for every file of the run: names are interned (a regex match makes a new string each
+    time, and most attribute and base names repeat across files), and the writes are stored as
+    two flat columns (names, lines) instead of one 56-byte (name, line) tuple per write."""
 
     class_bases: tuple[tuple[str, tuple[str, ...]], ...]
     disabled: tuple[str, ...]
-    attribute_writes: tuple[tuple[str, int], ...]  # (attribute, line) of `obj.attr = ...`, obj not self
-    self_attribute_writes: tuple[tuple[str, int], ...]  # (attribute, line) of `self.attr = ...`
+    attribute_names: tuple[str, ...]  # of `obj.attr = ...` (obj is not self), in file order
+    attribute_lines: array  # their lines (array of unsigned ints)
+    self_attribute_names: tuple[str, ...]  # of `self.attr = ...`
+    self_attribute_lines: array
+
+    @property
+    def attribute_writes(self) -> Iterable[tuple[str, int]]:
+        """(attribute, line) of `obj.attr = ...`, obj not self."""
+        return zip(self.attribute_names, self.attribute_lines)
+
+    @property
+    def self_attribute_writes(self) -> Iterable[tuple[str, int]]:
+        """(attribute, line) of `self.attr = ...`."""
+        return zip(self.self_attribute_names, self.self_attribute_lines)
+
+
+_name = sys.intern
 
 
 def _scan(text: str) -> _FileFacts:
     classes = []
     for match in _CLASS_RE.finditer(text):
         bases = [b.strip() for b in match.group(2).split(",")]
-        classes.append((match.group(1), tuple(b for b in bases if b and "=" not in b)))
+        classes.append((_name(match.group(1)), tuple(_name(b) for b in bases if b and "=" not in b)))
     disabled: list[str] = []
     if "disable" in text:
-        disabled.extend(m.group(2) for m in _DISABLE_RE.finditer(text))
-        disabled.extend(m.group(1) for m in _DISABLE_ASSIGN_RE.finditer(text))
-    writes: list[tuple[str, int]] = []
-    self_writes: list[tuple[str, int]] = []
+        disabled.extend(_name(m.group(2)) for m in _DISABLE_RE.finditer(text))
+        disabled.extend(_name(m.group(1)) for m in _DISABLE_ASSIGN_RE.finditer(text))
+    names: list[str] = []
+    lines = array("I")
+    self_names: list[str] = []
+    self_lines = array("I")
     line_of = _LineOf(text)
     for match in _ATTR_WRITE_RE.finditer(text):
-        (self_writes if match.group(1) == "self" else writes).append((match.group(2), line_of(match.start())))
-    return _FileFacts(tuple(classes), tuple(disabled), tuple(writes), tuple(self_writes))
+        if match.group(1) == "self":
+            self_names.append(_name(match.group(2)))
+            self_lines.append(line_of(match.start()))
+        else:
+            names.append(_name(match.group(2)))
+            lines.append(line_of(match.start()))
+    return _FileFacts(tuple(classes), tuple(disabled), tuple(names), lines, tuple(self_names), self_lines)
+
+
+# (path, line) entries of the tables below hold line numbers above 256 as int objects: one per distinct
+# number for the whole index instead of one per entry
+_LINES: dict[int, int] = {}
 
 
 @dataclass
@@ -141,9 +174,9 @@ class ProjectIndex:
             self._disabled_count[name] = self._disabled_count.get(name, 0) + 1
             self.disabled_functions.add(name)
         for attr, line in facts.attribute_writes:
-            self.attribute_writes[attr].append((path, line))
+            self.attribute_writes[attr].append((path, _LINES.setdefault(line, line)))
         for attr, line in facts.self_attribute_writes:
-            self.self_attribute_writes[attr].append((path, line))
+            self.self_attribute_writes[attr].append((path, _LINES.setdefault(line, line)))
         self._texts[path] = kept
         self._number_uses.clear()
         self._kind_cache.clear()
@@ -169,10 +202,10 @@ class ProjectIndex:
                 del self._disabled_count[name]
                 self.disabled_functions.discard(name)
         for writes, contributed in (
-            (self.attribute_writes, facts.attribute_writes),
-            (self.self_attribute_writes, facts.self_attribute_writes),
+            (self.attribute_writes, facts.attribute_names),
+            (self.self_attribute_writes, facts.self_attribute_names),
         ):
-            for attr in {attr for attr, _ in contributed}:
+            for attr in set(contributed):
                 rest = [entry for entry in writes[attr] if entry[0] != path]
                 if rest:
                     writes[attr] = rest

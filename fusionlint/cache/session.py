@@ -33,6 +33,7 @@ import fusionlint
 from fusionlint.cache.recording import RecordingIndex, RecordingModel, Recorder, still_holds
 from fusionlint.cache.store import FORMAT, Store, digest
 from fusionlint.project.model import class_view, propagation_view
+from fusionlint.project.summary import NO_NAMES
 from fusionlint.project.scope import index_scope
 from fusionlint.files import (
     DEFAULT_MAX_BYTES, SourceError, UsageError, decode_source, discover, display_path, read_source_encoded,
@@ -503,7 +504,7 @@ class CacheSession:
 def _without_bodies(summary):
     if summary is None:
         return None
-    functions = {q: dataclasses.replace(fn, calls=[], returns=(), tensor_uses=frozenset())
+    functions = {q: dataclasses.replace(fn, calls=(), returns=(), tensor_uses=NO_NAMES)
                  for q, fn in summary.functions.items()}
     return dataclasses.replace(summary, functions=functions)
 

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 DIRNAME = ".fusionlint_cache"
 # Bumped whenever the layout or any pickled class changes shape: older files then read as absent.
-FORMAT = b"fusionlint-cache 1\n"
+FORMAT = b"fusionlint-cache 2\n"
 _DIGEST_SIZE = 16
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
-from fusionlint.project.summary import AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, summarize
+from fusionlint.project.summary import (
+    NO_NAMES, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
+)
 from fusionlint.semantic.values import TENSOR, Value
 
 _COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
@@ -33,9 +35,14 @@ _NON_TENSOR_PARAM = re.compile(
     r"^(use|is|has|do|return|output|with|enable|skip)_"
 )
 _TENSOR_ATTR_KINDS = frozenset({"param", "buffer", "tensor"})
+# ``Project.attributes`` answers kept (least recently asked dropped first): one answer copies the facts
+# of a class's bases and subclasses, and keeping one for every class the run asks about grew with the
+# corpus (24 MiB of (file, fact) pairs on the zoo). The lint phase asks about the classes of the file
+# at hand, again and again, and about few others.
+_ATTRIBUTES_KEPT = 256
 
 
-@dataclass
+@dataclass(slots=True)  # one per compiled function (13,530 on the zoo): no __dict__ each
 class FunctionFacts:
     """What the project knows about one compiled function."""
 
@@ -76,6 +83,7 @@ class Project:
         self._facts: Optional[dict[tuple[str, str], FunctionFacts]] = None
         self._compiled_modules: Optional[set[str]] = None
         self._class_memo: dict = {}
+        self._attributes: OrderedDict = OrderedDict()  # (path, class) -> ``attributes``, the last few
         # the run's regex name index (fusionlint.analysis.project): the last fallback for a base's kind
         self.name_index = None
         # while the propagation runs: module -> qualnames of its functions the propagation looked up
@@ -150,6 +158,7 @@ class Project:
         self._facts = None
         self._compiled_modules = None
         self._class_memo = {}
+        self._attributes = OrderedDict()
 
     def _fresh(self) -> None:
         """Drop derived facts when the name index they fell back on has changed since."""
@@ -297,27 +306,45 @@ class Project:
         return self._class_memo[key]
 
     def subclasses(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
+        key = ("subs", summary.path, cls.name)
+        if key in self._class_memo:  # (the pairs are those of ``_subclasses``: the memo is a list of references)
+            return self._class_memo[key]
         subs = self._subclasses()
         out, seen, todo = [], {(summary.path, cls.name)}, list(subs.get((summary.path, cls.name), ()))
         while todo and len(out) < 256:
-            s, c = todo.pop(0)
+            pair = todo.pop(0)
+            s, c = pair
             if (s.path, c.name) in seen:
                 continue
             seen.add((s.path, c.name))
-            out.append((s, c))
+            out.append(pair)
             todo.extend(subs.get((s.path, c.name), ()))
+        self._class_memo[key] = out
         return out
 
     def attributes(self, summary: FileSummary, cls: ClassSummary) -> dict[str, list[tuple[FileSummary, AttrFact]]]:
         """attr -> facts from the class, its bases (MRO order) and its subclasses, with the defining file."""
-        key = ("attrs", summary.path, cls.name)
-        if key not in self._class_memo:
-            out: dict[str, list] = {}
-            for s, c in [*self.mro(summary, cls), *self.subclasses(summary, cls)]:
-                for attr, facts in c.attrs.items():
-                    out.setdefault(attr, []).extend((s, f) for f in facts)
-            self._class_memo[key] = out
-        return self._class_memo[key]
+        key = (summary.path, cls.name)
+        kept = self._attributes
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+        out: dict[str, list] = {}
+        for s, c in [*self.mro(summary, cls), *self.subclasses(summary, cls)]:
+            for attr, facts in c.attrs.items():
+                out.setdefault(attr, []).extend((s, f) for f in facts)
+        kept[key] = out
+        if len(kept) > _ATTRIBUTES_KEPT:
+            kept.popitem(last=False)
+        return out
+
+    def attribute_facts(self, summary: FileSummary, cls: ClassSummary, attr: str) -> list[tuple[FileSummary, AttrFact]]:
+        """``attributes(summary, cls).get(attr, [])``, without building the other attributes' lists
+        (what the propagation asks, for many classes, one attribute at a time)."""
+        key = (summary.path, cls.name)
+        if key in self._attributes:
+            return self._attributes[key].get(attr, [])
+        return [(s, f) for s, c in [*self.mro(summary, cls), *self.subclasses(summary, cls)] for f in c.attrs.get(attr, ())]
 
     def attr_class(self, summary: FileSummary, fact: AttrFact):
         """The project class an ``object`` attribute is an instance of, if it is a project class."""
@@ -366,8 +393,11 @@ class Project:
         self.propagate()
         for summary in self.files.values():
             for fn in summary.functions.values():
-                # shared empty tuples: one new empty list per function was 10 % of what stays
-                fn.calls, fn.returns, fn.tensor_uses = (), (), frozenset()
+                # shared empties: one new empty list (or frozenset) per function was 10 % of what stays
+                fn.calls, fn.returns, fn.tensor_uses = (), (), NO_NAMES
+        # only the findings cache reads them (export_probes), and a run with a cache keeps its bodies
+        self._probes = None
+        forget_shared()  # what no summary is made from any more: the table of shared call values
         self._bodies_dropped = True
 
     def function_facts(self, shown: str, qualname: str) -> Optional[FunctionFacts]:
@@ -412,7 +442,7 @@ class _Propagation:
         for key, (summary, fn) in self.where.items():
             self.facts[key].tensor_calls = frozenset(
                 site.written for site in fn.calls if site.written and self._call_returns_tensor(summary, fn, site)
-            )
+            ) or NO_NAMES
         return self.facts
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
@@ -474,7 +504,7 @@ class _Propagation:
                     callee_facts.tensor_params[param.name] = where
                     changed = True
             names = {p.name for p in params if p.annotation != "other"}
-            for name, value in site.kwargs.items():
+            for name, value in site.kwargs:
                 if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
                     callee_facts.tensor_params[name] = where
                     changed = True
@@ -543,7 +573,7 @@ class _Propagation:
     def _element_call(self, summary: FileSummary, cls: ClassSummary, attr: str, method_name: str):
         """``for layer in self.layers: layer.method_name(...)`` (or ``self.layers[i].method_name(...)``):
         that method of the project class of the container's elements (``nn.ModuleList([Block(...) ...])``)."""
-        for owner, fact in self.p.attributes(summary, cls).get(attr, ()):
+        for owner, fact in self.p.attribute_facts(summary, cls, attr):
             if fact.kind != "modules":
                 continue
             for ctor in fact.elements:
@@ -560,7 +590,7 @@ class _Propagation:
     def _attribute_call(self, summary: FileSummary, cls: ClassSummary, attr: str, method_name: Optional[str] = None):
         """``self.attr(...)``: the forward of a project submodule, or ``__call__`` of an object;
         ``self.attr.method_name(...)``: that method of the attribute's project class."""
-        for owner, fact in self.p.attributes(summary, cls).get(attr, ()):
+        for owner, fact in self.p.attribute_facts(summary, cls, attr):
             found = self.p.attr_class(owner, fact)
             if found is None:
                 continue
@@ -590,15 +620,15 @@ class _Propagation:
             elif what == "call":
                 how = "dotted" if "." in name else "name"
                 target = through_aliases(name, summary.aliases) if how == "dotted" else name
-                if self._call_returns_tensor(summary, fn, CallSite(how, target, [], {}, 0)):
+                if self._call_returns_tensor(summary, fn, CallSite(how, target, (), (), 0)):
                     return True
             elif fn.cls is not None and fn.cls in summary.classes:
                 cls = summary.classes[fn.cls]
                 if what == "self-call" and self.p.method(summary, cls, name) is not None:
-                    if self._call_returns_tensor(summary, fn, CallSite("self", name, [], {}, 0)):
+                    if self._call_returns_tensor(summary, fn, CallSite("self", name, (), (), 0)):
                         return True
                     continue
-                attrs = self.p.attributes(summary, cls).get(name, ())
+                attrs = self.p.attribute_facts(summary, cls, name)
                 if what == "self-attr" and any(f.kind in _TENSOR_ATTR_KINDS for _, f in attrs):
                     return True
                 if what == "self-call" and any(_module_fact(self.p, o, f) for o, f in attrs):
@@ -719,7 +749,7 @@ def _uses_call_results(fn: FunctionSummary) -> bool:
         return value is not None and any(atom != TENSOR and atom[0] in ("call", "self-call") for atom in value)
 
     return any(uses(v) for v in fn.returns) or any(
-        any(uses(v) for v in site.args) or any(uses(v) for v in site.kwargs.values()) for site in fn.calls
+        any(uses(v) for v in site.args) or any(uses(v) for _, v in site.kwargs) for site in fn.calls
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -33,17 +34,42 @@ _BUILTIN_CALLS = frozenset(
 )
 _MODULE_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
 _COMPILE = ("torch.compile", "torch.compiler.compile")
-# One object for each distinct parameter and abstract value, shared by every summary of the process:
-# on the zoo most are repeats (`self`, `("param", "hidden_states")`), and one copy each took ~20 % of
-# the model's memory. Both are never changed after they are made.
+# One object for each distinct parameter, abstract value and tuple of them (a call's arguments, a
+# list of bases or decorators), shared by every summary of the process: on the zoo most are repeats
+# (`self`, `("param", "hidden_states")`, `()`), and one copy each took ~20 % of the model's memory.
+# None is changed after it is made.
 _SHARED: dict = {}
+_PARAMS: dict[tuple, "Param"] = {}  # (name, annotation, default kind, literal) -> the one Param
 
 
 def _shared(value):
     return _SHARED.setdefault(value, value)
 
 
-@dataclass(slots=True)
+def forget_shared() -> None:
+    """Empty the table of shared values (their holders keep them): for a process that has made its
+    last summary, where the table would only keep the dropped call sites' values alive."""
+    _SHARED.clear()
+
+
+# Names kept by a summary (call targets, bases, decorators, constructors, import targets) are built
+# fresh for every occurrence (``dotted``, ``resolve``, f-strings): interned, each distinct name is one
+# string for the whole run (on the zoo most are repeats: "self.norm", "torch.nn.Linear").
+_name = sys.intern
+# Line numbers above 256 are a new int object each (32 bytes); one per distinct number instead.
+_LINES: dict[int, int] = {}
+
+
+def _line(n: int) -> int:
+    return _LINES.setdefault(n, n)
+
+
+# One empty set for every function that uses no name as a tensor (most of them): `frozenset()` makes a
+# new 216-byte object each time.
+NO_NAMES: frozenset = frozenset()
+
+
+@dataclass(frozen=True, slots=True)  # hashable: a function's parameters are shared like other values
 class Param:
     name: str
     annotation: Optional[str]  # "tensor" | "other" | None
@@ -58,8 +84,9 @@ class CallSite:
     # a "name"/"dotted" call may name a class: a constructor call, which runs its ``__init__``
     how: str
     target: str  # method / attribute / name / dotted name (resolved through the imports)
-    args: list[Optional[Value]]  # None for *args
-    kwargs: dict[str, Value]
+    # tuples, shared between equal call sites (``_shared``): most pass the same few values
+    args: tuple[Optional[Value], ...]  # None for *args
+    kwargs: tuple[tuple[str, Value], ...]  # (keyword, value) in call order
     line: int
     written: str = ""  # the callee as written: "self.m", "helper", "helpers.norm" (what the libcst side sees)
     # the constants it passes, for the callee's branches: (positional, keyword pairs), each entry the repr
@@ -86,11 +113,11 @@ class FunctionSummary:
     name: str
     cls: Optional[str]
     parent: Optional[str]
-    params: list[Param]
+    params: tuple[Param, ...]
     star: Optional[str]
     static: bool
-    decorators: list[str]
-    calls: list[CallSite]
+    decorators: tuple[str, ...]
+    calls: tuple[CallSite, ...]
     tensor_uses: frozenset[str]  # names called with a method only tensors have (`lens.any()`)
     line: int
     # the value of each `return <expr>`: it returns a tensor when every one is a tensor (a forward that
@@ -101,10 +128,10 @@ class FunctionSummary:
 @dataclass(slots=True)
 class ClassSummary:
     name: str
-    bases: list[str]  # resolved through the file's imports
+    bases: tuple[str, ...]  # resolved through the file's imports
     methods: dict[str, str]  # name -> function qualname
-    attrs: dict[str, list[AttrFact]]
-    decorators: list[str]
+    attrs: dict[str, tuple[AttrFact, ...]]  # lists while the class is summarised
+    decorators: tuple[str, ...]
     line: int
 
 
@@ -117,9 +144,10 @@ class FileSummary:
     aliases: dict[str, str] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
-    compile_targets: set[str] = field(default_factory=set)
+    # sets while the file is summarised, frozen (empty ones shared) when it is done
+    compile_targets: frozenset[str] | set[str] = field(default_factory=set)
     # module-level names bound to `logging.getLogger(...)` / transformers' `logging.get_logger(...)`
-    loggers: set[str] = field(default_factory=set)
+    loggers: frozenset[str] | set[str] = field(default_factory=set)
     # size, depth and top-level definitions, for the engine (fusionlint.outline): no second CPython parse
     outline: Optional[Outline] = None
     # (definition text, first line, aliases before it) -> what it added: kept only when asked (an
@@ -136,10 +164,10 @@ def is_logger_factory(qual: str) -> bool:
 
 def _param(name: str, annotation: Optional[str], default: Optional[ast.expr]) -> Param:
     kind, literal = _default(default), _literal(default)
-    key = ("param", name, annotation, kind, literal)
-    found = _SHARED.get(key)
+    key = (name, annotation, kind, literal)
+    found = _PARAMS.get(key)
     if found is None:
-        found = _SHARED[key] = Param(name, annotation, kind, literal)
+        found = _PARAMS[key] = Param(name, annotation, kind, literal)
     return found
 
 
@@ -241,6 +269,8 @@ def summarize(
         if keep_units:
             out.shapes = dict(previous.shapes) if previous is not None and previous.shapes else {}
         out.outline = outline_of(tree, text, MAX_NODES, out.shapes)
+        out.compile_targets = frozenset(out.compile_targets) or NO_NAMES
+        out.loggers = frozenset(out.loggers) or NO_NAMES
     except (SyntaxError, ValueError, MemoryError):
         return None
     except RecursionError:  # pathological nesting: the file's own lint reports it
@@ -294,9 +324,9 @@ class _Summarizer:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
-                    aliases[alias.asname] = alias.name
+                    aliases[alias.asname] = _name(alias.name)
                 else:
-                    head = alias.name.split(".", 1)[0]
+                    head = _name(alias.name.split(".", 1)[0])
                     aliases.setdefault(head, head)
             return
         base = node.module or ""
@@ -310,7 +340,7 @@ class _Summarizer:
         for alias in node.names:
             if alias.name == "*":
                 continue
-            aliases[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+            aliases[alias.asname or alias.name] = _name(f"{base}.{alias.name}" if base else alias.name)
 
     # -- module ----------------------------------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -347,15 +377,19 @@ class _Summarizer:
 
     def _class(self, node: ast.ClassDef) -> None:
         aliases = self.out.aliases
-        bases = [resolve(b, aliases) or "" for b in node.bases]
-        decorators = [resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in node.decorator_list]
-        info = ClassSummary(node.name, bases, {}, {}, decorators, node.lineno)
+        bases = _names(resolve(b, aliases) or "" for b in node.bases)
+        info = ClassSummary(node.name, bases, {}, {}, _decorators(node, aliases), _line(node.lineno))
         self.out.classes.setdefault(node.name, info)
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 qual = f"{node.name}.{stmt.name}"
                 info.methods.setdefault(stmt.name, qual)
                 self._function(stmt, qual, info, None)
+        # every method is in: the facts are final (tuples, constructor names shared)
+        for attr, facts in info.attrs.items():
+            for fact in facts:
+                fact.ctor, fact.line = _name(fact.ctor), _line(fact.line)
+            info.attrs[attr] = tuple(facts)
 
     # -- functions -------------------------------------------------------------------------------
     def _function(self, node, qual: str, cls: Optional[ClassSummary], parent: Optional[str]) -> None:
@@ -365,7 +399,7 @@ class _Summarizer:
         defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
         params = [_param(a.arg, _annotation(a.annotation), d) for a, d in zip(positional, defaults)]
         params += [_param(a.arg, _annotation(a.annotation), d) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
-        decorators = [resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in node.decorator_list]
+        decorators = _decorators(node, aliases)
         static = "staticmethod" in decorators
         body_nodes: list[ast.AST] = []
         calls: list[ast.Call] = []
@@ -403,10 +437,11 @@ class _Summarizer:
         conds = _branch_conditions(node.body, fixed) if fixed else {}
         sites = [s for s in (self._site(c, values, elements, fixed, conds) for c in calls) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in calls) if s is not None]
-        returned = tuple(values.of(value) for value in returns)
+        returned = tuple(_shared(values.of(value)) for value in returns)
+        signature = _shared(tuple(params))  # `(self, hidden_states)`: shared by many functions
         info = FunctionSummary(
-            qual, node.name, cls.name if cls else None, parent, params, args.vararg.arg if args.vararg else None,
-            static, decorators, sites, frozenset(uses), node.lineno, returned,
+            qual, node.name, cls.name if cls else None, parent, signature, args.vararg.arg if args.vararg else None,
+            static, decorators, tuple(sites), frozenset(uses) or NO_NAMES, _line(node.lineno), returned,
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
@@ -445,8 +480,7 @@ class _Summarizer:
             how, target = "name", func.id
         else:
             return None
-        args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else _shared(values.of(a)) for a in call.args]
-        kwargs = {k.arg: _shared(values.of(k.value)) for k in call.keywords if k.arg is not None}
+        args, kwargs = _arguments(call.args, call.keywords, values)
         consts = None
         if not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords):
             consts = _shared((
@@ -454,7 +488,7 @@ class _Summarizer:
                 tuple((k.arg, _const(k.value, fixed)) for k in call.keywords),
             ))
         found = (conds or {}).get(id(call), ())
-        return CallSite(how, target, args, kwargs, call.lineno, dotted(func) or "", consts, found)
+        return CallSite(how, _name(target), args, kwargs, _line(call.lineno), _name(dotted(func) or ""), consts, found)
 
     def _reference(self, call: ast.Call, values: LocalValues) -> Optional[CallSite]:
         """A function handed to a call rather than called: ``functools.partial(f, a)`` (a call of ``f``
@@ -472,12 +506,8 @@ class _Summarizer:
             how, target = "name", first.id
         else:
             return None
-        if partial:
-            args: list[Optional[Value]] = [None if isinstance(a, ast.Starred) else _shared(values.of(a)) for a in call.args[1:]]
-            kwargs = {k.arg: _shared(values.of(k.value)) for k in call.keywords if k.arg is not None}
-        else:
-            args, kwargs = [], {}
-        return CallSite(how, target, args, kwargs, call.lineno, "")
+        args, kwargs = _arguments(call.args[1:], call.keywords, values) if partial else ((), ())
+        return CallSite(how, _name(target), args, kwargs, _line(call.lineno), "")
 
     def _attr_facts(self, cls: ClassSummary, method: str, body_nodes, calls, values: LocalValues) -> None:
         for n in body_nodes:
@@ -535,6 +565,22 @@ class _Summarizer:
             if isinstance(item, ast.Call):
                 out.append(resolve(item.func, self.out.aliases) or "")
         return tuple(out)
+
+
+def _arguments(args: list[ast.expr], keywords: list[ast.keyword], values: LocalValues) -> tuple[tuple, tuple]:
+    """A call's (positional values, (keyword, value) pairs), shared with every equal call's."""
+    positional = _shared(tuple(None if isinstance(a, ast.Starred) else _shared(values.of(a)) for a in args))
+    named = _shared(tuple(_shared((k.arg, _shared(values.of(k.value)))) for k in keywords if k.arg is not None))
+    return positional, named
+
+
+def _names(names) -> tuple[str, ...]:
+    """A tuple of names (bases, decorators), shared with every equal one (most are ``()``)."""
+    return _shared(tuple(_name(n) for n in names))
+
+
+def _decorators(node, aliases: dict[str, str]) -> tuple[str, ...]:
+    return _names(resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in node.decorator_list)
 
 
 def _self_attr(node: ast.expr) -> Optional[str]:
