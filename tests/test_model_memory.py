@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.project import model as model_mod
 from fusionlint.project.model import Project
@@ -39,6 +41,13 @@ class Sub{n}(Base):
     def helper(self, hidden_states, mask=None):
         return self.proj(self.norm(hidden_states))
 """
+
+
+@pytest.fixture(autouse=True)
+def _empty_cwd(tmp_path, monkeypatch):
+    # the relative paths below are read against the working directory (a pyproject.toml or package
+    # above it would change the module names that `from base import Base` resolves through)
+    monkeypatch.chdir(tmp_path)
 
 
 def _project(subclasses: int) -> Project:
