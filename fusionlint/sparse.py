@@ -709,8 +709,9 @@ def _only_line_ends(text: str) -> str:
     return "".join(m.group() for m in _LINE_END.finditer(text))
 
 
-class _Asked(dict):
-    """A dict that remembers which keys were asked for (iterating asks for all of them)."""
+class _AskedKeys(dict):
+    """A dict that remembers the keys looked up (not iteration: the engine's own passes iterate the
+    file's functions; what a rule finds by name is what a left-out definition could change)."""
 
     def __init__(self, data, asked: set) -> None:
         super().__init__(data)
@@ -727,6 +728,10 @@ class _Asked(dict):
     def __contains__(self, key) -> bool:
         self._asked.add(key)
         return super().__contains__(key)
+
+
+class _Asked(_AskedKeys):
+    """A dict that remembers which keys were asked for (iterating asks for all of them)."""
 
     def __iter__(self):
         self._asked.add(_EVERYTHING)
@@ -760,27 +765,6 @@ class _AskedSet(set):
 
 
 _EVERYTHING = object()
-
-
-class _AskedKeys(dict):
-    """A dict that remembers the keys looked up (not iteration: the engine's own passes iterate the
-    file's functions; what a rule finds by name is what a left-out definition could change)."""
-
-    def __init__(self, data, asked: set) -> None:
-        super().__init__(data)
-        self._asked = asked
-
-    def get(self, key, default=None):
-        self._asked.add(key)
-        return super().get(key, default)
-
-    def __getitem__(self, key):
-        self._asked.add(key)
-        return super().__getitem__(key)
-
-    def __contains__(self, key) -> bool:
-        self._asked.add(key)
-        return super().__contains__(key)
 
 
 class SparseContext(RuleContext):
