@@ -4,7 +4,7 @@ inside ``autograd.Function`` bodies (one construct gives one finding: FL103 skip
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -81,11 +81,13 @@ class ShapeChecker:
                 op, method = func.attr.value, True
         if op is None:
             return []
-        text = short(source(ctx, node))
+        def text() -> str:  # the call as written, for a message: rendered only when there is one
+            return short(source(ctx, node))
+
         if op in _SHAPE_OPS:
-            return [(node, self._shape_message(op, text), None)]
+            return [(node, self._shape_message(op, text()), None)]
         if op == "where" and not method and len(node.args) == 1 and node.args[0].keyword is None:
-            return [(node, self._shape_message("where", text), None)]
+            return [(node, self._shape_message("where", text()), None)]
         if op == "repeat_interleave":
             return self._repeat_interleave(node, method, text, ctx)
         if op == "narrow":
@@ -95,7 +97,7 @@ class ShapeChecker:
                 return [
                     (
                         node,
-                        f"`{text}` takes its start or length from a tensor value (`{short(source(ctx, sized))}`): "
+                        f"`{text()}` takes its start or length from a tensor value (`{short(source(ctx, sized))}`): "
                         "Dynamo reads it on the host: graph break (GB0033) and a host sync; take it from shapes, or "
                         "keep the full size and mask",
                         None,
@@ -114,7 +116,7 @@ class ShapeChecker:
                 return [
                     (
                         node,
-                        f"`{text}` is sized by a tensor value (`{short(source(ctx, sized))}`): Dynamo reads it on the "
+                        f"`{text()}` is sized by a tensor value (`{short(source(ctx, sized))}`): Dynamo reads it on the "
                         "host: graph break (GB0033) and a host sync; size it from shapes (`x.shape[0]`) or allocate "
                         "the maximum size and mask",
                         None,
@@ -124,7 +126,7 @@ class ShapeChecker:
             return [found] if found else []
         return []
 
-    def _folded_shape(self, node: cst.Call, op: str, text: str, ctx) -> list[Found]:
+    def _folded_shape(self, node: cst.Call, op: str, text: Callable[[], str], ctx) -> list[Found]:
         """``x.view(b, torch.div(n, w, rounding_mode="trunc"), w)``, ``.reshape(...)``,
         ``.as_strided(size=(..., chunks + 1, ...))``: a shape entry torch makes from shape numbers."""
         if op == "as_strided":
@@ -241,7 +243,7 @@ class ShapeChecker:
         hint = _SHAPE_OPS.get(op, _SHAPE_OPS["nonzero"])
         return f"`{text}` returns a tensor whose size depends on the data: graph break (GB0036) and a host sync; use {hint}"
 
-    def _repeat_interleave(self, node: cst.Call, method: bool, text: str, ctx) -> list[Found]:
+    def _repeat_interleave(self, node: cst.Call, method: bool, text: Callable[[], str], ctx) -> list[Found]:
         if any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args):
             return []
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
@@ -257,7 +259,7 @@ class ShapeChecker:
         return [
             (
                 node,
-                f"`{text}` with tensor `repeats` and no `output_size` has a data-dependent size: graph break "
+                f"`{text()}` with tensor `repeats` and no `output_size` has a data-dependent size: graph break "
                 "(GB0036) and a host sync; pass `output_size=` when the total is known",
                 None,
             )
@@ -396,13 +398,13 @@ def _number(expr: cst.BaseExpression) -> bool:
         isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer))
 
 
-def _folded_message(node: cst.Call, text: str, call: cst.Call, names: list[str], ctx) -> Optional[Found]:
+def _folded_message(node: cst.Call, text: Callable[[], str], call: cst.Call, names: list[str], ctx) -> Optional[Found]:
     if not names:  # torch of literal numbers only: a constant while tracing, never a break
         return None
     which = ", ".join(f"`{n}`" for n in names)
     return (
         node,
-        f"`{text}` is sized by a tensor that `{short(source(ctx, call), 50)}` makes from Python numbers: "
+        f"`{text()}` is sized by a tensor that `{short(source(ctx, call), 50)}` makes from Python numbers: "
         f"graph break (GB0033) and a host sync once {which} {'are' if len(names) > 1 else 'is'} a dynamic size "
         "(`dynamic=True`, `mark_dynamic`, or a second length under automatic dynamic shapes); while it is a "
         "constant, Dynamo evaluates the call while tracing and nothing breaks; compute the size with Python "

@@ -102,11 +102,17 @@ _MATCHES: dict[tuple, dict[type, bool]] = {}
 _SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})  # libcst has no subclasses of these
 
 
-def iter_nodes(root: cst.CSTNode, kinds: tuple[type, ...], *, into_nested_defs: bool = False) -> Iterator[cst.CSTNode]:
-    """Every descendant of ``root`` (not ``root`` itself) that is an instance of ``kinds``."""
+def kind_table(kinds: tuple[type, ...]) -> dict[type, bool]:
+    """node type -> is it one of ``kinds``: filled as the walks meet types (``issubclass`` once each)."""
     matches = _MATCHES.get(kinds)
     if matches is None:
         matches = _MATCHES[kinds] = {}
+    return matches
+
+
+def iter_nodes(root: cst.CSTNode, kinds: tuple[type, ...], *, into_nested_defs: bool = False) -> Iterator[cst.CSTNode]:
+    """Every descendant of ``root`` (not ``root`` itself) that is an instance of ``kinds``."""
+    matches = kind_table(kinds)
     stack = children(root)
     stack.reverse()
     while stack:
