@@ -1,0 +1,259 @@
+"""FL207 size-formatted-into-string: compiled code builds a string from a tensor's size, which fixes that size."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.analysis.walk import iter_nodes
+from fusionlint.rule import Effect, Invalid, Rule
+from fusionlint.semantic.bindings import target_names
+
+# Calls whose string argument is already reported as a graph break (FL104) or is never built while
+# tracing; the string's own recompile is then not the finding to fix.
+_LOGGING_METHODS = frozenset({"debug", "info", "warning", "warning_once", "warn", "error", "exception", "critical", "log"})
+_BREAKING_CALLS = frozenset({"print", "warnings.warn", "logging.debug", "logging.info", "logging.warning", "logging.error"})
+# arithmetic that keeps a size symbolic (and so specialised when formatted)
+_SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+
+
+class _Sizes:
+    """Decides whether an expression is a size of a tensor (a symbolic int under dynamic shapes):
+    ``x.shape[i]``, ``x.size(i)``, ``x.size()[i]``, ``x.numel()``, arithmetic on one, or a local bound
+    only to those (``B, C, H, W = x.shape`` included)."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        fn = ctx.function
+        self.unpacked: dict[str, list[cst.BaseExpression]] = {}
+        if fn is not None:
+            self.unpacked = ctx.memo(("FL207-unpacked", id(fn.node)), lambda: _unpacked_from(fn.node))
+
+    def of(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """The tensor expression whose size ``expr`` is (as written), or None."""
+        if depth > 5:
+            return None
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _SIZE_OPERATORS):
+            return self.of(expr.left, depth + 1) or self.of(expr.right, depth + 1)
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            return self._whole_shape(expr.value)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            positional = [a for a in expr.args if a.keyword is None and not a.star]
+            if (method == "size" and len(expr.args) == 1 and len(positional) == 1) or (method == "numel" and not expr.args):
+                return self._tensor(expr.func.value)
+            return None
+        if isinstance(expr, cst.Name):
+            return self._name(expr.value, depth)
+        return None
+
+    def _name(self, name: str, depth: int) -> Optional[str]:
+        values = self.ctx.bindings().get(name)
+        if not values:
+            return None
+        shapes = iter(self.unpacked.get(name, ()))
+        found = None
+        for value in values:
+            if value is None:  # unpacking, a parameter, `+=`, `for`: only `a, b = x.shape` is known
+                shape = next(shapes, None)
+                found = self._whole_shape(shape) if shape is not None else None
+            else:
+                found = self.of(value, depth + 1)
+            if found is None:
+                return None
+        return found
+
+    def _whole_shape(self, expr: cst.BaseExpression) -> Optional[str]:
+        """``x.shape`` / ``x.size()`` of a tensor: the tensor's text."""
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "shape":
+            return self._tensor(expr.value)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and not expr.args:
+            return self._tensor(expr.func.value)
+        return None
+
+    def _tensor(self, expr: cst.BaseExpression) -> Optional[str]:
+        if not self.ctx.is_tensor(expr):
+            return None
+        return self.ctx.code(expr).strip()
+
+
+def _unpacked_from(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    """name -> the right-hand sides of ``a, b, c = <value>`` statements binding it, in source order."""
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for node in iter_nodes(fn.body, (cst.Assign,)):
+        for target in node.targets:
+            if isinstance(target.target, (cst.Tuple, cst.List)):
+                for name in target_names(target.target):
+                    found.setdefault(name, []).append(node.value)
+    return found
+
+
+def _built_only_on_failure(ctx) -> bool:
+    """The string is built only when something has gone wrong, or not while tracing: in a ``raise``, an
+    ``assert`` statement (its message is evaluated only when the test fails), a ``lambda``, a block that
+    ends by raising, or the message of a print/logging/warnings call (a graph break FL104 reports)."""
+    for parent in ctx.iter_parents():
+        if isinstance(parent, (cst.Raise, cst.Assert, cst.Lambda)):
+            return True
+        if isinstance(parent, cst.Call):
+            qual = ctx.qualname(parent.func) or ""
+            if qual in _BREAKING_CALLS:
+                return True
+            if isinstance(parent.func, cst.Attribute) and parent.func.attr.value in _LOGGING_METHODS:
+                return True
+        if isinstance(parent, cst.IndentedBlock):
+            last = parent.body[-1] if parent.body else None
+            if isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in last.body):
+                return True
+        if isinstance(parent, cst.FunctionDef):
+            return False
+    return False
+
+
+def _pins_size(ctx, name: str) -> bool:
+    """``torch._assert(H == 224, f"... {H}")``: the condition already fixes the size to one value."""
+    for parent in ctx.iter_parents():
+        if isinstance(parent, cst.Call) and parent.args:
+            test = parent.args[0].value
+            if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+                return False
+            (target,) = test.comparisons
+            sides = (ctx.code(test.left).strip(), ctx.code(target.comparator).strip())
+            return isinstance(target.operator, cst.Equal) and name in sides
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+_DOCS = """
+## What it does
+Flags an f-string in compiled code that puts a tensor's size into literal text:
+`f"height ({H}) must be divisible by {p}"` after `B, C, H, W = x.shape`, `f"h{x.shape[2]}"`,
+`f"n={x.numel()}"`, `"%s x %s" % (H, W)`; also arithmetic on a size (`f"{H // p} patches"`). The
+usual place is an assertion helper whose message is built on every call (`torch._assert(cond,
+f"...")`, timm's `_assert`) and a cache key (`self.cache[f"{h}x{w}"]`).
+
+## Why is this bad?
+Under dynamic shapes a size is a symbol, but joining it into a string needs its value: Dynamo
+specialises the size to the number it has now and guards on it. The dimension that automatic
+dynamic shapes made symbolic is constant again, so every new size recompiles, and after
+`torch._dynamo.config.recompile_limit` (8) recompiles the frame runs **eagerly**.
+
+Measured with torch 2.13.0+cpu (backend eager, image sizes 32, 40, ... ; a frame that does not
+format the size compiles twice: once static, once with the size symbolic):
+- `torch._assert(H % 4 == 0, f"Input height ({H}) must be divisible by 4")`: a new frame for every
+  size; with 10 sizes 8 recompiles and the `recompile_limit` warning; the fixture
+  (`fixtures/FL207_size_formatted_into_string`, heights 16, 20, 24, 28) 3 recompiles, 1 without the f-string;
+- the same for `f"h={x.shape[2]}"`, `f"h={H + 1}"`, `f"h={H // 4}"`, `f"h={H!r}"`, `f"{H}x{W}"`,
+  `f"n={x.numel()}"`, `{f"h{x.shape[2]}": 1}`, `"h=%s" % (H,)`, even when the string is never used;
+- not for an f-string that is only the value (`f"{H}"`), a whole shape (`f"{x.shape}"`,
+  `f"{tuple(x.shape)}"`), `"h={}".format(H)`, an `assert` statement's message (built only when it
+  fails), a message built only before `raise`, or a size that never changes (a channel count): 2 frames.
+- `str(H)` is a graph break as well (GB0059), which FL106 reports.
+
+## Example
+```python
+def forward(self, x):
+    B, C, H, W = x.shape
+    torch._assert(H % self.patch == 0, f"height {H} is not a multiple of {self.patch}")
+    return self.proj(x)
+```
+
+## Use instead
+A constant message, or an `assert` statement, whose message is built only when it fails:
+```python
+def forward(self, x):
+    B, C, H, W = x.shape
+    assert H % self.patch == 0, f"height {H} is not a multiple of {self.patch}"
+    return self.proj(x)
+```
+
+## Fix safety
+No automatic fix: an `assert` statement is removed under `python -O`, and a cache keyed by a
+string needs another key (a tuple of sizes); which one fits is the author's choice.
+
+## PyTorch reference
+No graph-break id (this is a recompile):
+https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.recompilation.html
+"""
+
+
+def _fwd(body: str) -> str:
+    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n" + body
+
+
+class SizeFormattedIntoString(Rule):
+    code = "FL207"
+    name = "size-formatted-into-string"
+    message = "a tensor size formatted into a string in compiled code: every new size recompiles"
+    effects = (Effect.RECOMPILE,)
+    triggers = ("shape", "size(", "numel(")
+    measured_on = ("torch 2.13.0 CPU",)
+    docs = _DOCS
+
+    VALID = [
+        # the value alone, a whole shape, str.format: no specialisation (measured)
+        _fwd("        H = x.shape[2]\n        key = f\"{H}\"\n        return x * 2, f\"{x.shape}\", \"h={}\".format(H)\n"),
+        # built only when the check fails
+        _fwd("        B, C, H, W = x.shape\n        assert H % 4 == 0, f\"height ({H}) must be divisible by 4\"\n"
+             "        if W % 4:\n            raise ValueError(f\"width ({W}) must be divisible by 4\")\n        return x\n"),
+        # logged: the call is the graph break (FL104), the message goes with it
+        _fwd("        print(f\"shape {x.shape[0]}\")\n        return x\n"),
+        # not a size: ndim, a loop index, a Python number
+        _fwd("        n = 3\n        msg = f\"{x.ndim}D input, {n} heads\"\n        return [f\"layer{i}\" for i in range(4)]\n"),
+        # the condition already fixes the size to one value
+        _fwd("        H = x.shape[2]\n        torch._assert(H == 224, f\"Input height ({H}) doesn't match model (224).\")\n        return x\n"),
+        # outside compiled code
+        "import torch\n\n\ndef describe(x):\n    return f\"batch of {x.shape[0]}\"\n",
+        # inside a lambda: built only if called
+        _fwd("        H = x.shape[2]\n        torch._check(H > 0, lambda: f\"bad height {H}\")\n        return x\n"),
+    ]
+    INVALID = [
+        Invalid(
+            _fwd("        B, C, H, W = x.shape\n        torch._assert(H % 4 == 0, f\"Input height ({H}) must be divisible by 4\")\n"
+                 "        return x * 2\n"),
+            line=8,
+        ),
+        Invalid(_fwd("        key = f\"h{x.shape[2]}w{x.size(3)}\"\n        return x * 2\n"), line=7, count=1),
+        Invalid(_fwd("        H = x.shape[2]\n        h = H // 4\n        msg = f\"{h} patches\"\n        return x * 2\n"), line=9),
+        Invalid(_fwd("        n = x.numel()\n        tag = \"n=%s\" % (n,)\n        return x * 2\n"), line=8),
+    ]
+
+    def visit_FormattedString(self, node: cst.FormattedString, ctx) -> None:
+        if not any(isinstance(p, cst.FormattedStringText) and p.value for p in node.parts) and sum(
+            isinstance(p, cst.FormattedStringExpression) for p in node.parts
+        ) < 2:
+            return  # `f"{H}"` is the value alone: no string is joined (measured: not specialised)
+        values = [
+            p.expression for p in node.parts
+            # a format spec (`{H:d}`) makes torch 2.13's Dynamo raise while tracing; not this rule's claim
+            if isinstance(p, cst.FormattedStringExpression) and p.format_spec is None
+        ]
+        self._check(node, values, ctx)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
+        # `"h=%s" % (H,)`: measured like an f-string; `"h=%d" % H` (no tuple) was not, so it is left alone
+        if not (isinstance(node.operator, cst.Modulo) and isinstance(node.left, cst.SimpleString) and isinstance(node.right, cst.Tuple)):
+            return
+        self._check(node, [e.value for e in node.right.elements if not isinstance(e, cst.StarredElement)], ctx)
+
+    def _check(self, node: cst.CSTNode, values: list[cst.BaseExpression], ctx) -> None:
+        if not values or _built_only_on_failure(ctx):
+            return
+        sizes = _Sizes(ctx)
+        for value in values:
+            tensor = sizes.of(value)
+            if tensor is None:
+                continue
+            written = ctx.code(value).strip()
+            if _pins_size(ctx, written):
+                continue
+            ctx.report(
+                node,
+                f"`{written}` (a size of `{tensor}`) is formatted into a string: Dynamo specialises the size to "
+                "its current value, so every new size recompiles, and after 8 recompiles (recompile_limit) the "
+                "frame runs eagerly; use a constant message or an `assert` statement (its message is built only "
+                "when it fails)",
+            )
+            return
