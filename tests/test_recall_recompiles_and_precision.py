@@ -296,3 +296,42 @@ def test_a_local_carrying_argument_state_is_reported_once(tmp_path):
                 return hidden_states + key_states
         """})
     assert [(f.path, f.line) for f in lint(root) if f.code == "FL206"] == [("gpt2.py", 14)]
+
+
+# timm's maxxvit.py:763 (a recompile cause in the bench, guard `(1 + ((-1 + x.size()[2]) // 4)) == 32`) and
+# PatchEmbed (vit_tiny with dynamic_img_size=True: a new frame per image size): the size is formatted into
+# an assertion's message, in a helper of another file that the compiled forward calls
+def test_a_size_formatted_into_a_message_in_a_called_helper_is_a_recompile_cause(tmp_path):
+    root = project(tmp_path, {
+        "layers.py": HEAD + """
+            def _assert(condition, message):
+                torch._assert(condition, message)
+
+            def window_partition(x, window_size):
+                B, H, W, C = x.shape
+                _assert(H % window_size[0] == 0, f'height ({H}) must be divisible by window ({window_size[0]})')
+                return x.view(B, H // window_size[0], window_size[0], W // window_size[1], window_size[1], C)
+            """,
+        "model.py": HEAD + """
+            from layers import window_partition
+
+            class PatchEmbed(nn.Module):
+                def __init__(self, strict=True):
+                    super().__init__()
+                    self.strict = strict
+                    self.proj = nn.Conv2d(3, 8, 4, 4)
+
+                def forward(self, x):
+                    B, C, H, W = x.shape
+                    if self.strict:
+                        torch._assert(H == 224, f"Input height ({H}) doesn't match model (224).")
+                    else:
+                        torch._assert(W % 4 == 0, f"Input width ({W}) should be divisible by 4.")
+                    return window_partition(self.proj(x).permute(0, 2, 3, 1), (7, 7))
+            """,
+    })
+    findings = [f for f in lint(root) if f.code == "FL207"]
+    # the strict branch's test already fixes H to 224: only the other two
+    assert [(f.path, f.line) for f in findings] == [("layers.py", 8), ("model.py", 16)]
+    assert "`H` (a size of `x`)" in findings[0].message
+    assert findings[0].chain == ("PatchEmbed.forward", "layers.window_partition")
