@@ -11,8 +11,10 @@ It creates its own venv in .bench/venv (git-ignored) with pinned torch (CPU), ti
 and this checkout of fusionlint (`pip install -e .`, so the static pass runs on the current sources),
 builds each model with random weights, and records with Dynamo's `eager` backend every graph-break
 site (innermost frame inside the model package, from the `graph_breaks` log) and every recompile (with
-the failed guard's source line, from the `recompiles` log), calling each model at 3 batch sizes x 3
-sizes in train mode and in eval mode, plus the lines each eager forward executed. Models are
+the failed guard's source line, from the `recompiles` log; for a failed input-size guard, the package
+line that fixed that size while the failed entry was compiled, from the `dynamic` log), calling each
+model at 3 batch sizes x 3 sizes in train mode and in eval mode, plus the lines each eager forward
+executed. Models are
 measured in worker subprocesses (bench/recall_worker.py), cached in .bench/cache/ by package version,
 torch version and model name, so a rerun measures only what is new. Then `fusionlint check --format
 json --select ALL` runs on the installed package sources and the sites are matched (bench/recall_match.py).
@@ -192,7 +194,8 @@ def collect(names: list[str], versions: dict, site: str) -> dict:
             entry["reasons"].setdefault(b["reason"], b["gb"])
             if n not in entry["models"]:
                 entry["models"].append(n)
-        for rc in r["recompiles"]:
+        # a model measured before specializations were recorded has none (its size guards keep no line)
+        for rc in recall_match.attribute_specializations(r["recompiles"], r.get("specializations", [])):
             # classified here, not in the worker, so a changed classification needs no re-measurement
             rc["kind"] = recall_match.recompile_kind(rc["guard"], rc["path"], recall_models.PACKAGES)
             kinds[rc["kind"]] += 1
@@ -202,6 +205,8 @@ def collect(names: list[str], versions: dict, site: str) -> dict:
             entry = recompiles.setdefault(
                 key, {"path": rc["path"], "line": rc["line"], "code": rc["code"], "mode_switch": True, "guards": [], "models": []}
             )
+            if rc.get("specialized"):
+                entry["specialized"] = True
             entry["mode_switch"] &= rc["kind"] == "package-line-mode-switch"
             if rc["guard"] not in entry["guards"] and len(entry["guards"]) < 3:
                 entry["guards"].append(rc["guard"])
@@ -363,6 +368,7 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
             opt_in = " (opt-in rule)" if verdict != "miss" else ""
         label = {"exact": "HIT ", "span": "span", "miss": "miss"}[verdict] + opt_in
         label += " (mode switch)" if c.get("mode_switch") else ""
+        label += " (size fixed here)" if c.get("specialized") else ""
         out.append(
             f"{label} recompile {c['path']}:{c['line']}  {(c['code'] or '')[:70]!r}  [{', '.join(codes) or '-'}]  "
             f"{len(c['models'])} models; guard {c['guards'][0][:80]}"

@@ -96,6 +96,7 @@ def parse_recompile(message: str, site_dirs: list[str], packages: tuple[str, ...
             path, line, code = src["file"], int(src["line"]), src["code"]
         out.append(
             {
+                "entry": item["entry"],  # the compiled entry whose guard failed ("0/1")
                 "frame": frame_rel or head["file"],
                 "frame_line": int(head["line"]),
                 "function": head["func"],
@@ -106,6 +107,44 @@ def parse_recompile(message: str, site_dirs: list[str], packages: tuple[str, ...
                 "kind": recompile_kind(reason, path, packages),
             }
         )
+    return out
+
+
+# `eval Eq(s53, 240) [guard added] <code>  # timm/layers/patch_embed.py:129 in forward (...)`, from the
+# `dynamic` log: while compiling, Dynamo fixed a symbolic size to the value it has now (an f-string joining
+# it, a Python computation that needs the number). The next size fails the *input's* shape guard
+# ("tensor 'x' size mismatch at index 2. expected 240, actual 256"), which names no line of its own.
+_SPECIALIZED = re.compile(
+    r"eval Eq\((?:(?P<sym>s\d+), (?P<value>-?\d+)|(?P<value2>-?\d+), (?P<sym2>s\d+))\) \[guard added\] "
+    r"(?P<code>.*?)\s+#\s(?P<file>\S+\.py):(?P<line>\d+) in (?P<func>\S+)"
+)
+_SIZE_MISMATCH = re.compile(r"size mismatch at index \d+\. expected (?P<expected>-?\d+), actual")
+
+
+def parse_specialization(message: str, entry: str, packages: tuple[str, ...]) -> dict | None:
+    """One `dynamic` log record → the package line that fixed a size to a constant while compiling ``entry``."""
+    m = _SPECIALIZED.search(message)
+    if m is None or not in_packages(m["file"], packages):
+        return None
+    value = m["value"] if m["value"] is not None else m["value2"]
+    return {"entry": entry, "value": int(value), "path": m["file"], "line": int(m["line"]), "code": m["code"].strip()}
+
+
+def attribute_specializations(recompiles: list[dict], specializations: list[dict]) -> list[dict]:
+    """Give an input-shape guard failure the line that caused it: the entry that failed was compiled with
+    a size fixed to the expected value at that line. Without one, the failure stays an input-shape
+    recompile (the first new size of a dimension, which automatic dynamic shapes then makes symbolic).
+    When several lines fixed the same value in one entry, the first is taken."""
+    fixed: dict[tuple[str, int], dict] = {}
+    for s in specializations:
+        fixed.setdefault((s["entry"], s["value"]), s)
+    out = []
+    for rc in recompiles:
+        m = _SIZE_MISMATCH.search(rc["guard"]) if rc.get("path") is None else None
+        spec = fixed.get((rc.get("entry"), int(m["expected"]))) if m else None
+        if spec is not None:
+            rc = {**rc, "path": spec["path"], "line": spec["line"], "code": spec["code"], "specialized": True}
+        out.append(rc)
     return out
 
 

@@ -54,6 +54,7 @@ class _Collect(logging.Handler):
         super().__init__(logging.DEBUG)
         self.breaks: list[dict] = []
         self.recompiles: list[dict] = []
+        self.specializations: list[dict] = []
 
     def emit(self, record):
         name = record.name
@@ -66,14 +67,20 @@ class _Collect(logging.Handler):
                 self.recompiles.extend(
                     recall_match.parse_recompile(record.getMessage(), SITE_DIRS, recall_models.PACKAGES)
                 )
+            elif name.endswith("symbolic_shapes") and "[guard added]" in record.getMessage():
+                entry = str(torch._guards.CompileContext.current_trace_id())
+                spec = recall_match.parse_specialization(record.getMessage(), entry, recall_models.PACKAGES)
+                if spec is not None:
+                    self.specializations.append(spec)
         except Exception:  # a record we cannot read must not stop the measurement
             pass
 
 
 def _install_logging() -> _Collect:
-    torch._logging.set_logs(graph_breaks=True, recompiles=True)
+    # `dynamic` at INFO: the guards that fix a symbolic size to a constant, with their source line
+    torch._logging.set_logs(graph_breaks=True, recompiles=True, dynamic=logging.INFO)
     handler = _Collect()
-    for name in ("torch", "torch._dynamo"):
+    for name in ("torch", "torch._dynamo", "torch.fx.experimental.symbolic_shapes"):
         logging.getLogger(name).handlers = [handler]
     return handler
 
@@ -219,6 +226,7 @@ def measure(name: str) -> dict:
         "call_errors": errors[:5],
         "breaks": handler.breaks,
         "recompiles": handler.recompiles,
+        "specializations": handler.specializations,
         "coverage": {k: recall_match.compress_lines(v) for k, v in coverage.items()},
         "seconds": round(time.perf_counter() - t0, 1),
     }

@@ -152,3 +152,37 @@ def test_a_conditional_finding_is_real_only_when_its_conditions_pass_broke_at_it
         ("t/b.py", 30): ("dynamic", "no break"),
         ("t/c.py", 5): (None, "no condition"),
     }
+
+
+# the `dynamic` log's record when an f-string fixed a symbolic height (timm's PatchEmbed, torch 2.13)
+SPECIALIZED_RECORD = (
+    'eval Eq(s53, 240) [guard added] f"Input height ({H}) should be divisible by patch size ({self.patch_size[0]})."'
+    "  # timm/layers/patch_embed.py:129 in forward (_dynamo/variables/tensor.py:2606 in evaluate_expr), "
+    'for more info run with TORCHDYNAMO_EXTENDED_DEBUG_GUARD_ADDED="Eq(s53, 240)"'
+)
+SIZE_RECOMPILE_RECORD = f"""Recompiling function forward in {SITE}/timm/models/vision_transformer.py:1344
+    triggered by the following guard failure(s):
+    - 0/1: tensor 'x' size mismatch at index 2. expected 240, actual 256
+    - 0/0: tensor 'x' size mismatch at index 2. expected 224, actual 256
+"""
+
+
+def test_a_size_fixed_at_a_package_line_is_the_cause_of_the_next_size_recompile():
+    spec = rm.parse_specialization(SPECIALIZED_RECORD, "0/1", PACKAGES)
+    assert spec == {"entry": "0/1", "value": 240, "path": "timm/layers/patch_embed.py", "line": 129,
+                    "code": 'f"Input height ({H}) should be divisible by patch size ({self.patch_size[0]})."'}
+    assert rm.parse_specialization(SPECIALIZED_RECORD.replace("timm/", "torch/"), "0/1", PACKAGES) is None
+    assert rm.parse_specialization("eval Ne(s53, 240) [guard added] x  # timm/a.py:3 in f", "0/1", PACKAGES) is None
+
+    failures = rm.parse_recompile(SIZE_RECOMPILE_RECORD, [SITE], PACKAGES)
+    assert [f["entry"] for f in failures] == ["0/1", "0/0"]
+    attributed = rm.attribute_specializations(failures, [spec])
+    # entry 0/1 was compiled with the height fixed to 240: that line caused its failure
+    assert (attributed[0]["path"], attributed[0]["line"], attributed[0]["specialized"]) == ("timm/layers/patch_embed.py", 129, True)
+    assert rm.recompile_kind(attributed[0]["guard"], attributed[0]["path"], PACKAGES) == "package-line"
+    # entry 0/0 (the first, static compile) had no such line: an input-shape recompile, as before
+    assert attributed[1]["path"] is None and "specialized" not in attributed[1]
+    assert rm.recompile_kind(attributed[1]["guard"], None, PACKAGES) == "input-shape"
+    # a value fixed in another entry, or another value, explains nothing
+    assert rm.attribute_specializations(failures, [{**spec, "entry": "0/2"}])[0]["path"] is None
+    assert rm.attribute_specializations(failures, [{**spec, "value": 256}])[0]["path"] is None
