@@ -111,19 +111,43 @@ def _built_only_on_failure(ctx) -> bool:
     return False
 
 
-def _pins_size(ctx, name: str) -> bool:
-    """``torch._assert(H == 224, f"... {H}")``: the condition already fixes the size to one value."""
+def _pinned(ctx) -> frozenset:
+    """Sizes fixed to one value by an equality check that runs whenever the string is built: a
+    statement of the block holding it, or of a block around it (``torch._assert(H == 224, ...)``,
+    ``_assert(H == self.img_size[0] and W == ..., ...)``, ``assert H == 224``); a check in another
+    branch does not count. Dynamo guards on that equality anyway, so formatting the size costs no
+    further recompile."""
+    found: set = set()
     for parent in ctx.iter_parents():
-        if isinstance(parent, cst.Call) and parent.args:
-            test = parent.args[0].value
-            if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-                return False
-            (target,) = test.comparisons
-            sides = (ctx.code(test.left).strip(), ctx.code(target.comparator).strip())
-            return isinstance(target.operator, cst.Equal) and name in sides
-        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            return False
-    return False
+        if isinstance(parent, cst.IndentedBlock):
+            found |= ctx.memo(("FL207-checked", id(parent)), lambda: _equality_checked(parent.body, ctx))
+        elif isinstance(parent, (cst.FunctionDef, cst.Lambda)):
+            break
+    return frozenset(found)
+
+
+def _equality_checked(statements, ctx) -> frozenset:
+    found: set = set()
+
+    def note(test: cst.BaseExpression) -> None:
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            note(test.left)
+            note(test.right)
+        elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal):
+            found.add(ctx.code(test.left).strip())
+            found.add(ctx.code(test.comparisons[0].comparator).strip())
+
+    for line in statements:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue  # a check inside a compound statement may not run
+        for small in line.body:
+            if isinstance(small, cst.Assert):
+                note(small.test)
+            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                call = small.value
+                if call.args and call.args[0].keyword is None:
+                    note(call.args[0].value)
+    return frozenset(found)
 
 
 _DOCS = """
@@ -150,6 +174,8 @@ format the size compiles twice: once static, once with the size symbolic):
 - not for an f-string that is only the value (`f"{H}"`), a whole shape (`f"{x.shape}"`,
   `f"{tuple(x.shape)}"`), `"h={}".format(H)`, an `assert` statement's message (built only when it
   fails), a message built only before `raise`, or a size that never changes (a channel count): 2 frames.
+- A size checked for equality where the string is built (`_assert(H == self.img_size[0], f"... {H} ...")`,
+  in the same block or a block around it) is fixed by that check already; it is not reported.
 - `str(H)` is a graph break as well (GB0059).
 
 The same probe on torch 2.11.0+cu130 (CPU tensors, on the H200 machine) gave the same frame counts.
@@ -206,8 +232,9 @@ class SizeFormattedIntoString(Rule):
         _fwd("        print(f\"shape {x.shape[0]}\")\n        return x\n"),
         # not a size: ndim, a loop index, a Python number
         _fwd("        n = 3\n        msg = f\"{x.ndim}D input, {n} heads\"\n        return [f\"layer{i}\" for i in range(4)]\n"),
-        # the condition already fixes the size to one value
-        _fwd("        H = x.shape[2]\n        torch._assert(H == 224, f\"Input height ({H}) doesn't match model (224).\")\n        return x\n"),
+        # the block's checks already fix the sizes to one value (timm's CrossViT / TNT patch embeddings)
+        _fwd("        B, C, H, W = x.shape\n        torch._assert(H == 224, f\"Input size ({H}*{W}) doesn't match model.\")\n"
+             "        torch._assert(W == 224, f\"Input size ({H}*{W}) doesn't match model.\")\n        return x\n"),
         # outside compiled code
         "import torch\n\n\ndef describe(x):\n    return f\"batch of {x.shape[0]}\"\n",
         # inside a lambda: built only if called
@@ -221,6 +248,12 @@ class SizeFormattedIntoString(Rule):
         ),
         Invalid(_fwd("        key = f\"h{x.shape[2]}w{x.size(3)}\"\n        return x * 2\n"), line=7, count=1),
         Invalid(_fwd("        H = x.shape[2]\n        h = H // 4\n        msg = f\"{h} patches\"\n        return x * 2\n"), line=9),
+        # an equality check in another branch fixes nothing here (timm's PatchEmbed, strict_img_size=False)
+        Invalid(
+            _fwd("        H = x.shape[2]\n        if self.strict:\n            torch._assert(H == 224, 'wrong height')\n"
+                 "        else:\n            torch._assert(H % 4 == 0, f\"height {H} is not a multiple of 4\")\n        return x\n"),
+            line=11,
+        ),
         Invalid(_fwd("        n = x.numel()\n        tag = \"n=%s\" % (n,)\n        return x * 2\n"), line=8),
     ]
 
@@ -251,7 +284,7 @@ class SizeFormattedIntoString(Rule):
             if tensor is None:
                 continue
             written = ctx.code(value).strip()
-            if _pins_size(ctx, written):
+            if written in _pinned(ctx):
                 continue
             ctx.report(
                 node,
