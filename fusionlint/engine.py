@@ -180,7 +180,7 @@ class Engine:
         if not reports and not crashes:
             return (FileLint(), ctx) if keep_context else FileLint()
         try:
-            positions = Positions(module)
+            positions = Positions(module, text, [r.statement for r in reports if r.statement is not None])
             if plan is not None and plan.lines is not None:  # libcst parsed the text with lines cut out
                 positions = sparse_mod.CutPositions(positions, plan.lines)
         except RecursionError:

@@ -70,24 +70,64 @@ class _OffsetState(CodegenState):
 
 
 class Positions:
-    """``positions[node]`` -> ``CodeRange`` (1-based lines, 0-based code-point columns), like PositionProvider."""
+    """``positions[node]`` -> ``CodeRange`` (1-based lines, 0-based code-point columns), like PositionProvider.
 
-    def __init__(self, module: cst.Module) -> None:
+    With ``text`` (what libcst parsed) and ``statements`` (top-level statements of the module), only
+    those statements are rendered: a finding's range needs the statement around it, not the file.
+    A statement's render is its exact text (libcst round-trips), so where that text occurs once in
+    ``text`` is where the statement starts. When it does not (the same statement written twice, the
+    last line without its newline), or a node outside those statements is asked for, the whole module
+    is rendered instead: the answer is the same either way, only the cost differs.
+    """
+
+    def __init__(
+        self, module: cst.Module, text: Optional[str] = None, statements: Optional[list[cst.CSTNode]] = None
+    ) -> None:
+        self._module = module
+        self._whole = not (text is not None and statements and self._render_statements(text, statements))
+        if self._whole:
+            self._render_module()
+
+    def _render_module(self) -> None:
+        module = self._module
         state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
         module._codegen(state)
         self._ranges = state.ranges
         self._starts = line_starts("".join(state.tokens) + state.popped)
+        self._whole = True
+
+    def _render_statements(self, text: str, statements: list[cst.CSTNode]) -> bool:
+        module = self._module
+        ranges: dict = {}
+        for statement in dict.fromkeys(statements):  # in order, once each
+            state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
+            statement._codegen(state)
+            rendered = "".join(state.tokens)
+            at = text.find(rendered)
+            if not rendered or at < 0 or text.find(rendered, at + 1) >= 0:
+                return False
+            for node, (start, end) in state.ranges.items():
+                ranges[node] = (start + at, end + at)
+        self._ranges = ranges
+        self._starts = line_starts(text)
+        return True
 
     def _position(self, offset: int) -> CodePosition:
         line = bisect_right(self._starts, offset)
         return CodePosition(line, offset - self._starts[line - 1])
 
+    def _known(self, node: cst.CSTNode) -> bool:
+        if node not in self._ranges and not self._whole:
+            self._render_module()  # a node outside the rendered statements
+        return node in self._ranges
+
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        self._known(node)
         start, end = self._ranges[node]
         return CodeRange(self._position(start), self._position(end))
 
     def __contains__(self, node: cst.CSTNode) -> bool:
-        return node in self._ranges
+        return self._known(node)
 
     def get(self, node: cst.CSTNode) -> Optional[CodeRange]:
-        return self[node] if node in self._ranges else None
+        return self[node] if self._known(node) else None

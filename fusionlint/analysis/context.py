@@ -51,6 +51,8 @@ class Report:
     effects: Optional[tuple] = None
     # nodes whose start lines replace LINE_REFS in the message once positions are known (after the rules)
     line_refs: tuple[cst.CSTNode, ...] = ()
+    # the top-level statement the rule was visiting: positions render only these (fusionlint.positions)
+    statement: Optional[cst.CSTNode] = None
 
     @property
     def chain(self) -> Optional[str]:
@@ -234,7 +236,16 @@ class RuleContext:
         why = self._why_tensor(node)
         if why:
             message = f"{message} ({why})"
-        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects, tuple(line_refs)))
+        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects, tuple(line_refs), self._top()))
+
+    def _top(self) -> Optional[cst.CSTNode]:
+        """The module-level statement that holds the current node (the node itself at the top)."""
+        top = self._node
+        for parent in self.iter_parents():
+            if isinstance(parent, cst.Module):
+                break
+            top = parent
+        return None if isinstance(top, cst.Module) else top
 
     def _never_traced(self) -> bool:
         """True when the finding's claim is about traced code and the current node sits in the eager-only
