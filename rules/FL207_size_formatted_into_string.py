@@ -10,10 +10,6 @@ from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 from fusionlint.semantic.bindings import target_names
 
-# Calls whose string argument is already reported as a graph break (FL104) or is never built while
-# tracing; the string's own recompile is then not the finding to fix.
-_LOGGING_METHODS = frozenset({"debug", "info", "warning", "warning_once", "warn", "error", "exception", "critical", "log"})
-_BREAKING_CALLS = frozenset({"print", "warnings.warn", "logging.debug", "logging.info", "logging.warning", "logging.error"})
 # arithmetic that keeps a size symbolic (and so specialised when formatted)
 _SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 
@@ -64,12 +60,24 @@ class _Sizes:
                 return None
         return found
 
-    def _whole_shape(self, expr: cst.BaseExpression) -> Optional[str]:
-        """``x.shape`` / ``x.size()`` of a tensor: the tensor's text."""
+    def _whole_shape(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """``x.shape`` / ``x.size()`` of a tensor, a slice of one (``x.shape[:2]``), one of two
+        (``a.shape if a is not None else b.shape``), or a local bound only to those: the tensor's text."""
+        if depth > 4:
+            return None
         if isinstance(expr, cst.Attribute) and expr.attr.value == "shape":
             return self._tensor(expr.value)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and not expr.args:
             return self._tensor(expr.func.value)
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Slice):
+            return self._whole_shape(expr.value, depth + 1)
+        if isinstance(expr, cst.IfExp):
+            body = self._whole_shape(expr.body, depth + 1)
+            return body if body is not None and self._whole_shape(expr.orelse, depth + 1) is not None else None
+        if isinstance(expr, cst.Name):
+            values = self.ctx.bindings().get(expr.value) or [None]
+            shapes = [self._whole_shape(v, depth + 1) if v is not None else None for v in values]
+            return shapes[0] if all(shapes) else None
         return None
 
     def _tensor(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -91,17 +99,12 @@ def _unpacked_from(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
 
 def _built_only_on_failure(ctx) -> bool:
     """The string is built only when something has gone wrong, or not while tracing: in a ``raise``, an
-    ``assert`` statement (its message is evaluated only when the test fails), a ``lambda``, a block that
-    ends by raising, or the message of a print/logging/warnings call (a graph break FL104 reports)."""
+    ``assert`` statement (its message is evaluated only when the test fails), a ``lambda``, or a block
+    that ends by raising. (A logging call's message is built while tracing, before the call breaks the
+    graph: it counts.)"""
     for parent in ctx.iter_parents():
         if isinstance(parent, (cst.Raise, cst.Assert, cst.Lambda)):
             return True
-        if isinstance(parent, cst.Call):
-            qual = ctx.qualname(parent.func) or ""
-            if qual in _BREAKING_CALLS:
-                return True
-            if isinstance(parent.func, cst.Attribute) and parent.func.attr.value in _LOGGING_METHODS:
-                return True
         if isinstance(parent, cst.IndentedBlock):
             last = parent.body[-1] if parent.body else None
             if isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in last.body):
@@ -177,6 +180,8 @@ format the size compiles twice: once static, once with the size symbolic):
 - A size checked for equality where the string is built (`_assert(H == self.img_size[0], f"... {H} ...")`,
   in the same block or a block around it) is fixed by that check already; it is not reported.
 - `str(H)` is a graph break as well (GB0059).
+- In a logging call (`log.warning(f"h={H}")`) or `print`: 7 frames for 6 sizes, 2 with a constant
+  message. The call is a graph break too (FL104); its message is built while tracing, before it.
 
 The same probe on torch 2.11.0+cu130 (CPU tensors, on the H200 machine) gave the same frame counts.
 On a real model: timm 1.0.31's `vit_tiny_patch16_224` with `dynamic_img_size=True` compiled a new
@@ -228,8 +233,6 @@ class SizeFormattedIntoString(Rule):
         # built only when the check fails
         _fwd("        B, C, H, W = x.shape\n        assert H % 4 == 0, f\"height ({H}) must be divisible by 4\"\n"
              "        if W % 4:\n            raise ValueError(f\"width ({W}) must be divisible by 4\")\n        return x\n"),
-        # logged: the call is the graph break (FL104), the message goes with it
-        _fwd("        print(f\"shape {x.shape[0]}\")\n        return x\n"),
         # not a size: ndim, a loop index, a Python number
         _fwd("        n = 3\n        msg = f\"{x.ndim}D input, {n} heads\"\n        return [f\"layer{i}\" for i in range(4)]\n"),
         # the block's checks already fix the sizes to one value (timm's CrossViT / TNT patch embeddings)
@@ -245,6 +248,14 @@ class SizeFormattedIntoString(Rule):
             _fwd("        B, C, H, W = x.shape\n        torch._assert(H % 4 == 0, f\"Input height ({H}) must be divisible by 4\")\n"
                  "        return x * 2\n"),
             line=8,
+        ),
+        # a logging call breaks the graph (FL104), and its message is built while tracing, first
+        Invalid(_fwd("        print(f\"padded to {x.shape[1]}\")\n        return x\n"), line=7),
+        # transformers' LED: the sizes come from a slice of one of two shapes
+        Invalid(
+            _fwd("        shape = x.shape if x.dim() == 2 else x.flatten(1).shape\n        b, n = shape[:2]\n"
+                 "        print(f\"padded from {n} to {n + 4}\")\n        return x\n"),
+            line=9,
         ),
         Invalid(_fwd("        key = f\"h{x.shape[2]}w{x.size(3)}\"\n        return x * 2\n"), line=7, count=1),
         Invalid(_fwd("        H = x.shape[2]\n        h = H // 4\n        msg = f\"{h} patches\"\n        return x * 2\n"), line=9),
