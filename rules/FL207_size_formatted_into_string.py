@@ -97,6 +97,9 @@ format the size compiles twice: once static, once with the size symbolic):
 The same probe on torch 2.11.0+cu130 (CPU tensors, on the H200 machine) gave the same frame counts.
 On a real model: timm 1.0.31's `vit_tiny_patch16_224` with `dynamic_img_size=True` compiled a new
 frame for each of 5 image sizes; with `PatchEmbed`'s two `_assert` messages made constant, 2.
+transformers 5.24.0's `LlavaModel.get_placeholder_mask` (the check that the image features match the
+image tokens, repeated in most vision-language models), compiled and called with 6 feature counts:
+7 frames; the same code with a constant message, 3.
 
 ## Example
 ```python
