@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fusionlint.rule import Effect, Invalid, Rule
 from fusionlint.semantic.sizes import Sizes
+
+
+# a printf-style conversion's type letter (`%s`, `%5.2f`, `%(name)d`); `%%` is a literal percent sign
+_CONVERSION = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?([a-zA-Z])")
 
 
 def _built_only_on_failure(ctx) -> bool:
@@ -84,7 +90,8 @@ format the size compiles twice: once static, once with the size symbolic):
   size; with 10 sizes 8 recompiles and the `recompile_limit` warning; the fixture
   (`fixtures/FL207_size_formatted_into_string`, heights 16, 20, 24, 28) 3 recompiles, 1 without the f-string;
 - the same for `f"h={x.shape[2]}"`, `f"h={H + 1}"`, `f"h={H // 4}"`, `f"h={H!r}"`, `f"{H}x{W}"`,
-  `f"n={x.numel()}"`, `{f"h{x.shape[2]}": 1}`, `"h=%s" % (H,)`, even when the string is never used;
+  `f"n={x.numel()}"`, `{f"h{x.shape[2]}": 1}`, `"h=%s" % (H,)`, even when the string is never used
+  (`"h=%d" % (H,)` and `"h=%s" % H` gave one frame for 6 sizes and are not flagged);
 - not for an f-string that is only the value (`f"{H}"`), a whole shape (`f"{x.shape}"`,
   `f"{tuple(x.shape)}"`), `"h={}".format(H)`, an `assert` statement's message (built only when it
   fails), a message built only before `raise`, or a size that never changes (a channel count): 2 frames.
@@ -154,6 +161,8 @@ class SizeFormattedIntoString(Rule):
              "        torch._assert(W == 224, f\"Input size ({H}*{W}) doesn't match model.\")\n        return x\n"),
         # outside compiled code
         "import torch\n\n\ndef describe(x):\n    return f\"batch of {x.shape[0]}\"\n",
+        # printf-style forms measured without a new frame per size
+        _fwd("        H = x.shape[2]\n        a = \"h=%d\" % (H,)\n        b = \"h=%s\" % H\n        return x\n"),
         # inside a lambda: built only if called
         _fwd("        H = x.shape[2]\n        torch._check(H > 0, lambda: f\"bad height {H}\")\n        return x\n"),
     ]
@@ -195,8 +204,12 @@ class SizeFormattedIntoString(Rule):
         self._check(node, values, ctx)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
-        # `"h=%s" % (H,)`: measured like an f-string; `"h=%d" % H` (no tuple) was not, so it is left alone
+        # `"h=%s" % (H,)`: measured like an f-string; `"h=%d" % (H,)`, `"h=%d" % H` and `"h=%s" % H` were
+        # not (torch 2.13: one frame for 6 sizes), so only `%s` conversions of a tuple are flagged
         if not (isinstance(node.operator, cst.Modulo) and isinstance(node.left, cst.SimpleString) and isinstance(node.right, cst.Tuple)):
+            return
+        conversions = _CONVERSION.findall(node.left.value)
+        if not conversions or any(c != "s" for c in conversions):
             return
         self._check(node, [e.value for e in node.right.elements if not isinstance(e, cst.StarredElement)], ctx)
 
