@@ -20,6 +20,7 @@ import libcst as cst
 from fusionlint.analysis.compiled import mark_compiled
 from fusionlint.analysis.context import LINE_REFS, NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
+from fusionlint.analysis.walk import forget_bodies, remember_bodies
 from fusionlint.analysis.dead_branches import dead_nodes
 from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import torch_target
@@ -210,6 +211,15 @@ class Engine:
 
     def _run_rules(
         self, module: cst.Module, rules: list[type[Rule]], path: str, sparse: bool = False, project=None, plan=None
+    ) -> tuple[list[Report], list[_RuleCrash], RuleContext]:
+        remember_bodies()
+        try:
+            return self._run_rules_remembering(module, rules, path, sparse, project, plan)
+        finally:
+            forget_bodies()  # the lists hold the tree: none outlives the file's rules
+
+    def _run_rules_remembering(
+        self, module: cst.Module, rules: list[type[Rule]], path: str, sparse: bool, project, plan
     ) -> tuple[list[Report], list[_RuleCrash], RuleContext]:
         project = project if project is not None else self.project
         wanted = frozenset().union(*(handled_node_types(r) for r in rules))
