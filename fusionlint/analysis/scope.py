@@ -15,28 +15,24 @@ from typing import Callable, Optional
 import libcst as cst
 
 from fusionlint.semantic.bindings import target_names
-from fusionlint.analysis.walk import children, kind_table
+from fusionlint.analysis.walk import descendants, kind_table
 
 
 def function_nodes(fn: cst.FunctionDef, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
     """Nodes of ``kinds`` in ``fn`` (``fn`` included), depth-first in field order, nested defs not entered."""
     found: list[cst.CSTNode] = []
-    stack: list[cst.CSTNode] = [fn]
     matches = kind_table(kinds)
-    while stack:
-        node = stack.pop()
+    for node in descendants(fn, _NESTED_DEFS, include_root=True):
         kind = type(node)
         hit = matches.get(kind)
         if hit is None:
             hit = matches[kind] = issubclass(kind, kinds)
         if hit:
             found.append(node)
-        if node is not fn and kind is cst.FunctionDef:  # (libcst has no subclass of FunctionDef)
-            continue
-        kids = children(node)
-        kids.reverse()
-        stack.extend(kids)
     return found
+
+
+_NESTED_DEFS = frozenset({cst.FunctionDef})  # (libcst has no subclass of FunctionDef)
 
 
 _BINDERS = (cst.Assign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.WithItem)

@@ -115,7 +115,7 @@ def kind_table(kinds: tuple[type, ...]) -> dict[type, bool]:
 # ``remember_bodies()`` and ``forget_bodies()`` (one file's rules) the descendants of a block or a
 # def are listed once, in iter_nodes' order, and each query filters that list.
 _BODIES = frozenset({cst.IndentedBlock, cst.FunctionDef})
-_FLAT: Optional[dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]]] = None
+_FLAT: Optional[dict[tuple, tuple[cst.CSTNode, list[cst.CSTNode]]]] = None
 
 
 def remember_bodies() -> None:
@@ -128,19 +128,30 @@ def forget_bodies() -> None:
     _FLAT = None
 
 
-def _descendants(root: cst.CSTNode) -> list[cst.CSTNode]:
-    """``root``'s descendants in pre-order, not entering nested defs, classes and lambdas (listed)."""
+def descendants(root: cst.CSTNode, stops: frozenset, *, include_root: bool = False) -> list[cst.CSTNode]:
+    """``root``'s descendants in pre-order (``root`` first with ``include_root``), not entering nodes
+    whose type is in ``stops`` (listed themselves); remembered per (root, stops) while a file's rules run."""
+    flat = _FLAT
+    key = (id(root), stops, include_root)
+    if flat is not None:
+        entry = flat.get(key)
+        if entry is not None and entry[0] is root:
+            return entry[1]
     out: list[cst.CSTNode] = []
+    if include_root:
+        out.append(root)
     stack = children(root)
     stack.reverse()
     while stack:
         node = stack.pop()
         out.append(node)
-        if type(node) in _SCOPES:
+        if type(node) in stops:
             continue
         kids = children(node)
         kids.reverse()
         stack.extend(kids)
+    if flat is not None:
+        flat[key] = (root, out)
     return out
 
 
@@ -149,10 +160,7 @@ def iter_nodes(root: cst.CSTNode, kinds: tuple[type, ...], *, into_nested_defs: 
     matches = kind_table(kinds)
     flat = _FLAT
     if flat is not None and not into_nested_defs and type(root) in _BODIES:
-        entry = flat.get(id(root))
-        if entry is None or entry[0] is not root:
-            entry = flat[id(root)] = (root, _descendants(root))
-        for node in entry[1]:
+        for node in descendants(root, _SCOPES):
             kind = type(node)
             hit = matches.get(kind)
             if hit is None:
