@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -417,6 +417,10 @@ class _Propagation:
         self.facts: dict[tuple[str, str], FunctionFacts] = {}
         self.where: dict[tuple[str, str], tuple[FileSummary, FunctionSummary]] = {}
         self.queue: deque[tuple[FileSummary, FunctionSummary]] = deque()
+        # how often each (path, qualname) is in the queue: `(file, fn) in self.queue` compared the
+        # summaries field by field (dataclass __eq__), 18 M comparisons and ~60 % of the
+        # propagation's time on transformers
+        self.queued: Counter = Counter()
         self.returns: set[tuple[str, str]] = set()  # compiled functions that return a tensor
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
@@ -429,6 +433,7 @@ class _Propagation:
             while self.queue and steps < 200_000:
                 steps += 1
                 summary, fn = self.queue.popleft()
+                self.queued[(summary.path, fn.qualname)] -= 1
                 self._calls(summary, fn)
             new = {
                 key for key, (summary, fn) in self.where.items()
@@ -438,7 +443,9 @@ class _Propagation:
             if not new:
                 break
             self.returns |= new
-            self.queue.extend(w for w in self.where.values() if _uses_call_results(w[1]))
+            for w in self.where.values():
+                if _uses_call_results(w[1]):
+                    self._queue(*w)
         for key, (summary, fn) in self.where.items():
             self.facts[key].tensor_calls = frozenset(
                 site.written for site in fn.calls if site.written and self._call_returns_tensor(summary, fn, site)
@@ -456,7 +463,7 @@ class _Propagation:
         self.where[key] = (summary, fn)
         if kind != "helper":
             facts.tensor_params.update(_entry_params(fn, facts.chain, kind))
-        self.queue.append((summary, fn))
+        self._queue(summary, fn)
         return facts
 
     def _entries(self, summary: FileSummary) -> None:
@@ -510,8 +517,12 @@ class _Propagation:
                     changed = True
             if callee_facts.kind == "helper":
                 changed = _pass_constants(site, params, callee_facts.constants, known) or changed
-            if changed and (callee_file, callee) not in self.queue:
-                self.queue.append((callee_file, callee))
+            if changed and not self.queued[(callee_file.path, callee.qualname)]:
+                self._queue(callee_file, callee)
+
+    def _queue(self, summary: FileSummary, fn: FunctionSummary) -> None:
+        self.queue.append((summary, fn))
+        self.queued[(summary.path, fn.qualname)] += 1
 
     def _callee(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
         """(file, function, first parameter is the receiver, chain label) for a call site, or None."""
