@@ -23,7 +23,7 @@ from fusionlint.analysis.index import Collector
 from fusionlint.analysis.walk import forget_bodies, remember_bodies
 from fusionlint.analysis.dead_branches import dead_nodes
 from fusionlint.analysis.module_init import eager_nodes
-from fusionlint import torch_target
+from fusionlint import cst_parse, torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.outline import Outline
 from fusionlint.precheck import Rejection, check_outline, judge_outline, syntax_error
@@ -157,7 +157,7 @@ class Engine:
         ``keep_context``: (FileLint, the rules' context) instead (fusionlint.incremental); ``record``:
         that context records the whole-file questions asked, as over a sparse text."""
         try:
-            module = cst.parse_module(text)
+            module = cst_parse.parse(text)
         except cst.ParserSyntaxError as exc:  # CPython accepted it: a construct libcst does not know
             if plan is not None:
                 return None
