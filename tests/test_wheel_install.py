@@ -74,7 +74,8 @@ def test_wheel_install_has_rules_and_runs(tmp_path: Path):
     src = tmp_path / "src"
     # Build from a copy so build artefacts never land in the checkout.
     shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "*.egg-info", "build", "__pycache__", ".whl", ".cache", ".zoo", ".fusionlint_cache"))
+        ".git", ".venv", "*.egg-info", "build", "__pycache__", ".whl", ".cache", ".zoo", ".fusionlint_cache",
+        ".bench", ".pytest_cache"))  # (git-ignored: the bench's venv and models are over a gigabyte)
     wheels = tmp_path / "wheels"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(src)],
