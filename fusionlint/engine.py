@@ -181,7 +181,12 @@ class Engine:
         if not reports and not crashes:
             return (FileLint(), ctx) if keep_context else FileLint()
         try:
-            positions = Positions(module, text, [r.statement for r in reports if r.statement is not None])
+            # a class whose every report is inside a method renders only those methods
+            whole = {id(r.statement) for r in reports if r.method is None}
+            positions = Positions(
+                module, text, [r.statement for r in reports if r.statement is not None],
+                [(r.method, r.statement) for r in reports if r.method is not None and id(r.statement) not in whole],
+            )
             if plan is not None and plan.lines is not None:  # libcst parsed the text with lines cut out
                 positions = sparse_mod.CutPositions(positions, plan.lines)
         except RecursionError:

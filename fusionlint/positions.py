@@ -77,16 +77,46 @@ class Positions:
     A statement's render is its exact text (libcst round-trips), so where that text occurs once in
     ``text`` is where the statement starts. When it does not (the same statement written twice, the
     last line without its newline), or a node outside those statements is asked for, the whole module
-    is rendered instead: the answer is the same either way, only the cost differs.
+    is rendered instead: the answer is the same either way, only the cost differs. A class whose
+    reports all sit in methods goes one level further: those methods are rendered alone, with the
+    class body's indentation in force, and found by their text the same way.
     """
 
     def __init__(
-        self, module: cst.Module, text: Optional[str] = None, statements: Optional[list[cst.CSTNode]] = None
+        self,
+        module: cst.Module,
+        text: Optional[str] = None,
+        statements: Optional[list[cst.CSTNode]] = None,
+        methods: Optional[list[tuple[cst.FunctionDef, cst.ClassDef]]] = None,
     ) -> None:
+        """``statements``: the top-level statements to render; ``methods``: (method, its top-level
+        class) pairs, for a class of ``statements`` whose reports are all inside methods. Such a
+        class is not rendered whole: each method is rendered alone, at the class's indentation (its
+        text, found once in ``text``, is where it starts). A node outside what was rendered renders
+        the whole statements, then the module."""
         self._module = module
-        self._whole = not (text is not None and statements and self._render_statements(text, statements))
-        if self._whole:
-            self._render_module()
+        self._text = text
+        self._statements = statements
+        self._whole = False
+        self._ranges: dict = {}
+        self._starts: list[int] = []
+        self._level = "module"
+        if text is not None and statements:
+            alone = {id(c) for _, c in methods or ()}
+            pieces = [(st, []) for st in dict.fromkeys(statements) if id(st) not in alone]
+            if alone:
+                pieces += [(m, [self._indent_of(c)]) for m, c in methods]
+                if self._render_alone(text, pieces):
+                    self._level = "methods"
+                    return
+            if self._render_statements(text, statements):
+                self._level = "statements"
+                return
+        self._render_module()
+
+    def _indent_of(self, cls: cst.ClassDef) -> str:
+        indent = cls.body.indent if isinstance(cls.body, cst.IndentedBlock) else None
+        return self._module.default_indent if indent is None else indent
 
     def _render_module(self) -> None:
         module = self._module
@@ -97,17 +127,27 @@ class Positions:
         self._whole = True
 
     def _render_statements(self, text: str, statements: list[cst.CSTNode]) -> bool:
+        return self._render_alone(text, [(statement, []) for statement in dict.fromkeys(statements)])
+
+    def _render_alone(self, text: str, pieces: list[tuple[cst.CSTNode, list[str]]]) -> bool:
+        """Render each (node, indent tokens in force there) once; False when a render is not found
+        exactly once in ``text``."""
         module = self._module
         ranges: dict = {}
-        for statement in dict.fromkeys(statements):  # in order, once each
+        done: set = set()
+        for node, indents in pieces:  # in order, once each
+            if id(node) in done:
+                continue
+            done.add(id(node))
             state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
-            statement._codegen(state)
+            state.indent_tokens = list(indents)
+            node._codegen(state)
             rendered = "".join(state.tokens)
             at = text.find(rendered)
             if not rendered or at < 0 or text.find(rendered, at + 1) >= 0:
                 return False
-            for node, (start, end) in state.ranges.items():
-                ranges[node] = (start + at, end + at)
+            for inner, (start, end) in state.ranges.items():
+                ranges[inner] = (start + at, end + at)
         self._ranges = ranges
         self._starts = line_starts(text)
         return True
@@ -118,7 +158,11 @@ class Positions:
 
     def _known(self, node: cst.CSTNode) -> bool:
         if node not in self._ranges and not self._whole:
-            self._render_module()  # a node outside the rendered statements
+            # a node outside the rendered methods: their statements; outside those: the module
+            if self._level == "methods" and self._render_statements(self._text, self._statements):
+                self._level = "statements"
+            if node not in self._ranges:
+                self._render_module()
         return node in self._ranges
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:

@@ -96,3 +96,59 @@ def test_a_statement_written_twice_or_the_last_line_without_newline_falls_back_t
         assert got[statement] == expected[statement]
     got = Positions(module, source, [module.body[1]])
     assert not got._whole and got[module.body[1]] == expected[module.body[1]]
+
+
+METHOD_SOURCES = [
+    "class C(B):\n\n    # lead\n    x: int = 1\n\n    @property\n    def m(self):\n        return (self.x +\n                1)\n\n    def n(self, a):  # c\n        '''doc'''\n        if a:\n            return a\n        # footer\n",
+    "class T:\n\tdef f(self):\n\t\treturn 1\n\tdef g(self):\n\t\treturn 2\n",  # tab-indented body
+    "class A:\n  def f(self): return 1\nclass B:\n  def f(self): return 1\n",  # the same method text twice
+]
+
+
+def _methods_agree(source: str) -> tuple[int, int]:
+    """Rendering one method of a class alone gives its nodes PositionProvider's ranges; a node of the
+    class outside the method, and one outside the class, are answered too. Returns (methods rendered
+    alone, methods in all)."""
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    alone = total = 0
+    for cls in module.body:
+        if not isinstance(cls, cst.ClassDef) or not isinstance(cls.body, cst.IndentedBlock):
+            continue
+        for method in cls.body.body:
+            if not isinstance(method, cst.FunctionDef):
+                continue
+            total += 1
+            got = Positions(module, source, [cls], [(method, cls)])
+            alone += got._level == "methods"
+            stack, inside = [method], set()
+            while stack:
+                node = stack.pop()
+                inside.add(node)
+                stack.extend(node.children)
+            for node in inside:
+                if node in expected:
+                    assert got[node] == expected[node], (type(node).__name__, module.code_for_node(node)[:60])
+            if total == 1:  # (once a file: the fallbacks render the class, then the module)
+                assert got[cls.name] == expected[cls.name]  # outside the method: the class is rendered
+                last = module.body[-1]
+                assert got[last] == expected[last]
+    return alone, total
+
+
+@pytest.mark.parametrize("source", METHOD_SOURCES + ODD)
+def test_odd_sources_agree_method_by_method(source):
+    _methods_agree(source)
+
+
+def test_a_method_written_twice_in_a_file_falls_back():
+    alone, total = _methods_agree(METHOD_SOURCES[2])
+    assert (alone, total) == (0, 2)
+
+
+def test_methods_rendered_alone_agree_on_repo_files():
+    alone = total = 0
+    for path in SOURCES[::5]:
+        a, t = _methods_agree(path.read_text(encoding="utf-8"))
+        alone, total = alone + a, total + t
+    assert total > 50 and alone > 0.9 * total  # most methods are found by their text

@@ -53,6 +53,8 @@ class Report:
     line_refs: tuple[cst.CSTNode, ...] = ()
     # the top-level statement the rule was visiting: positions render only these (fusionlint.positions)
     statement: Optional[cst.CSTNode] = None
+    # the method of that statement (a class) the rule was visiting, if any: rendered first, alone
+    method: Optional[cst.FunctionDef] = None
 
     @property
     def chain(self) -> Optional[str]:
@@ -236,16 +238,23 @@ class RuleContext:
         why = self._why_tensor(node)
         if why:
             message = f"{message} ({why})"
-        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects, tuple(line_refs), self._top()))
+        top, method = self._top()
+        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects, tuple(line_refs), top, method))
 
-    def _top(self) -> Optional[cst.CSTNode]:
-        """The module-level statement that holds the current node (the node itself at the top)."""
-        top = self._node
+    def _top(self) -> tuple[Optional[cst.CSTNode], Optional[cst.FunctionDef]]:
+        """The module-level statement that holds the current node (the node itself at the top), and
+        the method of it (a class) that holds the node, if any."""
+        chain = [self._node]
         for parent in self.iter_parents():
             if isinstance(parent, cst.Module):
                 break
-            top = parent
-        return None if isinstance(top, cst.Module) else top
+            chain.append(parent)
+        top = chain[-1]
+        if isinstance(top, cst.Module):
+            return None, None
+        # class -> its IndentedBlock -> a def in it
+        method = chain[-3] if len(chain) >= 3 and isinstance(top, cst.ClassDef) else None
+        return top, method if isinstance(method, cst.FunctionDef) and chain[-2] is top.body else None
 
     def _never_traced(self) -> bool:
         """True when the finding's claim is about traced code and the current node sits in the eager-only
