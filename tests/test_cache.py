@@ -10,11 +10,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
 
-from fusionlint.cache.store import DIRNAME, Store
+from fusionlint.cache.store import DIRNAME, IDLE_GENERATION_S, Store
 from fusionlint.cli import main
 from fusionlint.config import load_settings
 from fusionlint.files import read_source_encoded
@@ -46,7 +47,7 @@ def _found(outcome) -> list[tuple]:
 
 
 def _entries(root: Path) -> list[Path]:
-    return sorted((root / DIRNAME / "static" / "findings").rglob("*.pickle"))
+    return sorted(p for d in (root / DIRNAME / "static").glob("*/findings") for p in d.rglob("*.pickle"))
 
 
 def test_a_second_run_serves_every_file_and_finds_the_same(tmp_path):
@@ -495,7 +496,7 @@ def test_function_bodies_are_loaded_only_when_the_propagation_runs(tmp_path, mon
 def test_damaged_bodies_files_are_summarised_again(tmp_path):
     root = _project(tmp_path, helpers=HELPERS, net=NET)
     _run(root)
-    for path in (root / DIRNAME / "static" / "bodies").rglob("*.pickle"):
+    for path in (root / DIRNAME / "static").glob("*/bodies/*/*.pickle"):
         path.write_bytes(path.read_bytes()[:30])
     (root / "helpers.py").write_text(HELPERS.replace("x + 1", "x.item() + 1"))  # the propagation runs again
     edited = _run(root)
@@ -549,3 +550,27 @@ def test_chains_are_the_same_in_processes_with_different_hash_seeds(tmp_path):
         )
         chains.add(tuple(f["context"] for f in json.loads(out.stdout)["findings"]))
     assert len(chains) == 1, chains
+
+
+def test_entries_live_in_one_folder_per_build_and_idle_builds_go(tmp_path):
+    """An upgrade used to leave the old build's entries for good; now each build has a folder, and one
+    unused for IDLE_GENERATION_S goes with the next run that writes (the layout from before too)."""
+    root = _project(tmp_path)
+    _run(root)
+    static = root / DIRNAME / "static"
+    (generation,) = [p for p in static.iterdir() if p.is_dir()]
+    assert (generation / "manifest.pickle").is_file() and list(generation.glob("findings/*/*.pickle"))
+    idle, recent, legacy = static / ("0" * 32), static / ("1" * 32), static / "findings"
+    for folder in (idle, recent, legacy):
+        (folder / "ab").mkdir(parents=True)
+        (folder / "ab" / "cd.pickle").write_bytes(b"x")
+    (static / "manifest.pickle").write_bytes(b"x")  # written by the layout before generations
+    long_ago = time.time() - IDLE_GENERATION_S - 60
+    os.utime(idle, (long_ago, long_ago))
+    os.utime(generation, (long_ago, long_ago))  # this build's own folder, used again by the next run
+    (root / "leaf.py").write_text(LEAF + "\n# edited\n")  # so the run writes
+    before = _found(_run(root))
+    assert not idle.exists() and not legacy.exists() and not (static / "manifest.pickle").exists()
+    assert recent.exists() and generation.exists()
+    assert time.time() - generation.stat().st_mtime < 3600  # marked used
+    assert _found(_run(root)) == before

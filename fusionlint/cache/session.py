@@ -57,7 +57,10 @@ class _File:
 class CacheSession:
     def __init__(self, settings, rules, torch_version) -> None:
         self.settings = settings
-        self.store = Store(settings.root)
+        # one folder per fusionlint build and Python (fusionlint.cache.store: old builds' folders go)
+        self.store = Store(settings.root, digest(repr((FORMAT, fusionlint.__version__, _code_fingerprint(),
+                                                           sys.version_info[:2])).encode()))
+        self.store.mark_used()
         self.config = digest(
             repr(
                 (FORMAT, fusionlint.__version__, _code_fingerprint(), sys.version_info[:2], [r.code for r in rules],

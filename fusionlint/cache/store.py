@@ -15,6 +15,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,15 +35,32 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).hexdigest()
 
 
+# A generation of the static cache (one fusionlint build on one Python) nobody has used for this
+# long is removed by the next run that writes; every run marks its own generation as used.
+IDLE_GENERATION_S = 14 * 24 * 3600
+# The layout before generations (FORMAT 2 wrote these straight under static/): never read again.
+_UNVERSIONED = frozenset({"bodies", "facts", "findings", "scans", "summaries", "manifest.pickle", "state.pickle",
+                          "verified.pickle"})
+
+
 class Store:
     """One cache directory. Reads never raise for a bad file; writes that fail are skipped
-    (a read-only checkout still lints, only without a cache)."""
+    (a read-only checkout still lints, only without a cache).
 
-    def __init__(self, root: Path) -> None:
+    ``generation``: the static cache's entries live under ``static/<generation>/``. An entry's key
+    already holds fusionlint's version and code, so an upgrade left the old entries in place for
+    good (a working checkout's cache reached 908 MB); with one folder per build, a folder unused for
+    ``IDLE_GENERATION_S`` goes as a whole. Two builds used side by side (a pre-commit hook's and an
+    editable install's) each keep their own."""
+
+    def __init__(self, root: Path, generation: Optional[str] = None) -> None:
         self.top = root / DIRNAME
-        self.base = self.top / "static"  # beside confirm/ (fusionlint/confirm/cache.py)
+        self.static = self.top / "static"  # beside confirm/ (fusionlint/confirm/cache.py)
+        self.base = self.static / generation if generation else self.static
+        self.generation = generation
         self._base_text = str(self.base)
         self._ready = False
+        self._pruned = False
 
     def _prepare(self) -> bool:
         if self._ready:
@@ -93,12 +111,54 @@ class Store:
     def save_file(self, path: Path, value: Any) -> None:
         if not self._prepare():
             return
+        if not self._pruned:
+            self._pruned = True
+            self.prune()
         payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_atomic(path, FORMAT + digest(payload).encode("ascii") + payload)
         except OSError:
             pass
+
+
+    def mark_used(self) -> None:
+        """Note that this run used its generation (the folder's time is what ``prune`` reads)."""
+        if self.generation is None:
+            return
+        try:
+            os.utime(self.base)
+        except OSError:
+            pass
+
+    def prune(self, now: Optional[float] = None) -> list[str]:
+        """Remove the other generations unused for ``IDLE_GENERATION_S``, and the layout from before
+        generations; returns what went (names under static/). Run once by the first write of a run."""
+        if self.generation is None:
+            return []
+        now = time.time() if now is None else now
+        gone = []
+        try:
+            entries = list(os.scandir(self.static))
+        except OSError:
+            return []
+        for entry in entries:
+            if entry.name == self.generation or entry.name.startswith(".tmp-"):
+                continue
+            try:
+                if entry.is_symlink():
+                    continue
+                old = entry.name in _UNVERSIONED or now - entry.stat().st_mtime > IDLE_GENERATION_S
+                if not old:
+                    continue
+                if entry.is_dir():
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                gone.append(entry.name)
+            except OSError:
+                continue
+        return gone
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
