@@ -48,6 +48,17 @@ def test_half_the_repo_files_agree():
         _agree(path.read_text(encoding="utf-8"))
 
 
+def _subtree(*roots: cst.CSTNode) -> set:
+    """Every node under ``roots``, the roots included."""
+    inside: set = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        inside.add(node)
+        stack.extend(node.children)
+    return inside
+
+
 def _statements_agree(source: str) -> int:
     """Rendering only some top-level statements gives their nodes the ranges PositionProvider gives; a
     node elsewhere is answered too (the whole module is rendered then). Returns how many statements
@@ -59,13 +70,7 @@ def _statements_agree(source: str) -> int:
         picked = [statement] + ([module.body[i - 1]] if i else [])
         got = Positions(module, source, picked)
         alone += not got._whole
-        inside = set()
-        for top in picked:
-            stack = [top]
-            while stack:
-                node = stack.pop()
-                inside.add(node)
-                stack.extend(node.children)
+        inside = _subtree(*picked)
         for node in inside:
             if node in expected:
                 assert got[node] == expected[node], (type(node).__name__, module.code_for_node(node)[:60])
@@ -121,11 +126,7 @@ def _methods_agree(source: str) -> tuple[int, int]:
             total += 1
             got = Positions(module, source, [cls], [(method, cls)])
             alone += got._level == "methods"
-            stack, inside = [method], set()
-            while stack:
-                node = stack.pop()
-                inside.add(node)
-                stack.extend(node.children)
+            inside = _subtree(method)
             for node in inside:
                 if node in expected:
                     assert got[node] == expected[node], (type(node).__name__, module.code_for_node(node)[:60])

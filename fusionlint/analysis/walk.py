@@ -160,6 +160,7 @@ def iter_nodes(root: cst.CSTNode, kinds: tuple[type, ...], *, into_nested_defs: 
     matches = kind_table(kinds)
     flat = _FLAT
     if flat is not None and not into_nested_defs and type(root) in _BODIES:
+        # the kind test is written out in both loops: it is the walks' innermost step
         for node in descendants(root, _SCOPES):
             kind = type(node)
             hit = matches.get(kind)
