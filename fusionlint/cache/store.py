@@ -121,7 +121,6 @@ class Store:
         except OSError:
             pass
 
-
     def mark_used(self) -> None:
         """Note that this run used its generation (the folder's time is what ``prune`` reads)."""
         if self.generation is None:
