@@ -9,7 +9,7 @@ punctuation fields that can never hold code.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -158,28 +158,27 @@ def descendants(root: cst.CSTNode, stops: frozenset, *, include_root: bool = Fal
 def iter_nodes(root: cst.CSTNode, kinds: tuple[type, ...], *, into_nested_defs: bool = False) -> Iterator[cst.CSTNode]:
     """Every descendant of ``root`` (not ``root`` itself) that is an instance of ``kinds``."""
     matches = kind_table(kinds)
-    flat = _FLAT
-    if flat is not None and not into_nested_defs and type(root) in _BODIES:
-        # the kind test is written out in both loops: it is the walks' innermost step
-        for node in descendants(root, _SCOPES):
-            kind = type(node)
-            hit = matches.get(kind)
-            if hit is None:
-                hit = matches[kind] = issubclass(kind, kinds)
-            if hit:
-                yield node
-        return
-    stack = children(root)
-    stack.reverse()
-    while stack:
-        node = stack.pop()
+    if _FLAT is not None and not into_nested_defs and type(root) in _BODIES:
+        nodes: Iterable[cst.CSTNode] = descendants(root, _SCOPES)
+    else:
+        nodes = _walk_lazily(root, frozenset() if into_nested_defs else _SCOPES)
+    for node in nodes:
         kind = type(node)
         hit = matches.get(kind)
         if hit is None:
             hit = matches[kind] = issubclass(kind, kinds)
         if hit:
             yield node
-        if not into_nested_defs and kind in _SCOPES:
+
+
+def _walk_lazily(root: cst.CSTNode, stops: frozenset) -> Iterator[cst.CSTNode]:
+    """``descendants(root, stops)`` one node at a time (a caller that stops early walks no further)."""
+    stack = children(root)
+    stack.reverse()
+    while stack:
+        node = stack.pop()
+        yield node
+        if type(node) in stops:
             continue
         kids = children(node)
         kids.reverse()
