@@ -1,8 +1,9 @@
 """Every rule's claimed effects are real on the installed torch (CPU), and its fix removes them.
 
 For each ``fixtures/FLxxx_name/`` holding ``bad.py`` and ``good.py``, both modules are imported,
-measured with ``fusionlint.confirm.measure`` (eager vs ``torch.compile``), and each effect the rule
-declares in ``Rule.effects`` must show on ``bad.py`` and be absent from ``good.py``:
+measured with ``fusionlint.confirm.measure`` (eager vs ``torch.compile``, with the backend the confirm
+pass picks for the rule's effects: aot_eager for breaks and recompiles, inductor for the rest), and
+each effect the rule declares in ``Rule.effects`` must show on ``bad.py`` and be absent from ``good.py``:
 
 - graph-break: a break site in bad.py on a line the rule flags statically; none in good.py
 - recompile: more than the one benign automatic-dynamic recompile, or the recompile limit hit
@@ -73,8 +74,11 @@ def static_findings(rule, path: Path) -> list:
     return [f for f in findings if f.code == rule.code]
 
 
-def measure_module(module, path: Path):
+def measure_module(module, path: Path, effects=()):
+    """Measured as the confirm pass would for a finding with ``effects``: with aot_eager where only
+    breaks and recompiles are claimed (Dynamo decides both), with inductor otherwise."""
     from fusionlint.confirm.measure import measure
+    from fusionlint.confirm.orchestrate import auto_backend
 
     return measure(
         module.Model,
@@ -84,6 +88,7 @@ def measure_module(module, path: Path):
         user_files=[str(path)],
         # `GRAD = True` in a fixture: measure with autograd recording (effects that exist only in training)
         grad=bool(getattr(module, "GRAD", False)),
+        compile_kwargs={"backend": auto_backend(effects)},
     )
 
 
@@ -145,10 +150,10 @@ def test_fixture_effects(fixture_dir: Path, record_property):
 
     with isolated_torch_config():
         bad_mod = load_module(bad_path)
-        bad = measure_module(bad_mod, bad_path)
+        bad = measure_module(bad_mod, bad_path, rule.effects)
     with isolated_torch_config():
         good_mod = load_module(good_path)
-        good = measure_module(good_mod, good_path)
+        good = measure_module(good_mod, good_path, rule.effects)
     unobservable = dict(getattr(bad_mod, "CPU_UNOBSERVABLE", {}) or {})
     for key in unobservable:
         assert key in {e.value for e in Effect}, f"CPU_UNOBSERVABLE names unknown effect {key!r}"

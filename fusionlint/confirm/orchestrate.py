@@ -43,6 +43,13 @@ BUDGET_REASON = "not run: the --confirm-budget of {budget:g} s was spent before 
 INSTALL_HINT = "the confirm pass needs torch: install fusionlint[confirm] (pip install 'fusionlint[confirm]')"
 
 
+def auto_backend(effects) -> str:
+    """The backend that shows ``effects`` (``--confirm-backend auto``): Dynamo alone decides graph
+    breaks and recompiles, and AOTAutograd's guards come with aot_eager, so only kernels, syncs and
+    numerics need inductor's code."""
+    return "inductor" if {Effect(e) for e in effects} & _INDUCTOR_EFFECTS else "aot_eager"
+
+
 class ConfirmError(Exception):
     """The confirm pass cannot run at all (no torch, no GPU...): exit 2 with this message."""
 
@@ -313,7 +320,7 @@ def build_job(
     sys_path = _sys_path(root)
     effects = {Effect(e) for f in unit.findings for e in f.effects}
     if backend == "auto":
-        backend = "inductor" if timeline or effects & _INDUCTOR_EFFECTS else "aot_eager"
+        backend = "inductor" if timeline else auto_backend(effects)
     if backend != "inductor":
         timing_runs = 0  # times of eager fragments would say nothing about compiled speed
     job = {
