@@ -6,6 +6,8 @@ fix it shares with FL203 is ``fusionlint.analysis.buffer_fix``.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from fusionlint.analysis.attributes import (
@@ -29,7 +31,9 @@ another method of the class (`def anneal(self): self.threshold *= 0.99`) or from
 
 A setting chosen between runs is not a schedule and is not flagged: when every change is a method
 of the class assigning a literal or a parameter with a default (`def enable_tiling(self,
-tile_size=2.0): self.tile_size = tile_size`), each call costs one compile for the new setting
+tile_size=2.0): self.tile_size = tile_size`, or one keeping the current value when none is given:
+`self.tile_size = tile_size or self.tile_size`, `... if tile_size is not None else self.tile_size`,
+diffusers 0.36's `enable_tiling` setters), each call costs one compile for the new setting
 (measured, torch 2.13 CPU: one `enable_tiling()` call between two runs of 5 forwards: 1 recompile, 2 graphs), not
 one per forward. `self.t *= 0.99`, `self.t = max(1.0, self.t * 0.99)` and `def set_cap(self,
 value): self.cap = value` (a value the caller computes, maybe every step) still count.
@@ -137,13 +141,22 @@ https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming
 """
 
 
-def _configured_value(value: cst.BaseExpression, fn) -> bool:
+def _configured_value(value: cst.BaseExpression, fn, kept: Optional[str] = None) -> bool:
     """A literal (`True`, `512`, `"full"`, `None`) or a parameter of the setter that has a default
-    (`def enable_tiling(self, tile_size=512)`): a choice made once, not a value computed every step."""
+    (`def enable_tiling(self, tile_size=512)`): a choice made once, not a value computed every step.
+    ``kept``: the attribute being assigned, whose current value may be what the setter falls back to
+    (diffusers' `self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height`,
+    `size if size is not None else self.size`)."""
     if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString)):
         return True
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
         return _configured_value(value.expression, fn)
+    if kept is not None and _self_attr(value) == kept:
+        return True
+    if isinstance(value, cst.BooleanOperation):
+        return _configured_value(value.left, fn, kept) and _configured_value(value.right, fn, kept)
+    if isinstance(value, cst.IfExp):
+        return _configured_value(value.body, fn, kept) and _configured_value(value.orelse, fn, kept)
     if isinstance(value, cst.Name):
         if value.value in ("True", "False", "None"):
             return True
@@ -163,11 +176,19 @@ def _only_configured(ctx, cls, writes) -> bool:
     if writes.same_file or writes.other_files or not writes.in_class:
         return False
     for method, stmt, _ in writes.in_class:
-        if not isinstance(stmt, cst.Assign):
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
             return False
-        if not _configured_value(stmt.value, function_of(ctx, cls, method, stmt)):
+        kept = _self_attr(stmt.targets[0].target)
+        if not _configured_value(stmt.value, function_of(ctx, cls, method, stmt), kept):
             return False
     return True
+
+
+def _self_attr(node: cst.BaseExpression) -> Optional[str]:
+    """``x`` of ``self.x``, else None."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
 
 
 class MutatedScalarAttribute(Rule):
@@ -188,6 +209,14 @@ class MutatedScalarAttribute(Rule):
             "    def enable_tiling(self, tile_size: float = 2.0):\n        self.use_tiling = True\n"
             "        self.tile_size = tile_size\n\n"
             "    def forward(self, x):\n        return x.clamp(-self.tile_size, self.tile_size)\n"
+        ),
+        # the setter keeps the current value unless given one (diffusers 0.36's 23 `enable_tiling`s)
+        module_example(
+            "    def __init__(self):\n        super().__init__()\n        self.tile_size = 4\n        self.stride = 2\n\n"
+            "    def enable_tiling(self, tile_size=None, stride=None):\n"
+            "        self.tile_size = tile_size or self.tile_size\n"
+            "        self.stride = stride if stride is not None else self.stride\n\n"
+            "    def forward(self, x):\n        return x[:, : self.tile_size : self.stride]\n"
         ),
         # constant threshold, never changed: harmless (FL901's business, off by default)
         module_example(
@@ -238,6 +267,14 @@ class MutatedScalarAttribute(Rule):
         ),
     ]
     INVALID = [
+        # a fallback computed from the attribute itself is a schedule, not a setting
+        Invalid(
+            module_example(
+                "    def __init__(self):\n        super().__init__()\n        self.threshold = 5.0\n\n"
+                "    def anneal(self, floor=None):\n        self.threshold = floor or self.threshold * 0.9\n\n"
+                "    def forward(self, x):\n        return x.clamp(-self.threshold, self.threshold)\n"
+            ),
+        ),
         # the seed story: schedule method annealing a clamp threshold -> buffer fix
         Invalid(
             module_example(

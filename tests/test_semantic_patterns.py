@@ -614,3 +614,56 @@ def test_two_compiled_calls_with_different_constants_keep_both_branches(tmp_path
     found = lint(root)
     assert at(found, "FL112") == [("attn.py", 5), ("attn.py", 6), ("attn.py", 11), ("attn.py", 12)]
     assert at(found, "FL101") == [("attn.py", 28)]
+
+
+# A helper told a tensor's size by every compiled caller takes its tuple branch: diffusers 0.36's
+# prx `seq2img(img, self.patch_size, hidden_states.shape)` with `elif isinstance(shape, torch.Tensor):
+# shape = (int(shape[0]), int(shape[1]))` (measured, torch 2.13 CPU: `torch._dynamo.explain` of the
+# SEQ2IMG model called with `x.shape`, 0 breaks and 1 graph; torch.Size is a tuple).
+SEQ2IMG = HEAD + """
+def seq2img(seq, shape: torch.Tensor):
+    if isinstance(shape, tuple):
+        shape = shape[-2:]
+    elif isinstance(shape, torch.Tensor):
+        shape = (int(shape[0]), int(shape[1]))
+    else:
+        raise NotImplementedError
+    return seq.view(seq.shape[0], -1, *shape)
+
+
+class Net(nn.Module):
+"""
+
+
+def test_a_size_every_compiled_caller_passes_rules_out_the_tensor_branch(tmp_path):
+    for passed in ("x.shape", "x.shape[-2:]", "x.size()"):
+        root = project(tmp_path, {"net.py": SEQ2IMG + f"""
+    def forward(self, x):
+        return seq2img(x.flatten(2), {passed})
+"""})
+        assert at(lint(root), "FL101") == [], passed
+
+
+def test_a_tensor_passed_by_one_compiled_caller_keeps_the_tensor_branch(tmp_path):
+    root = project(tmp_path, {"net.py": SEQ2IMG + """
+    def forward(self, x):
+        a = seq2img(x.flatten(2), x.shape)
+        return a, seq2img(x.flatten(2), torch.tensor(x.shape[-2:]))
+"""})
+    assert at(lint(root), "FL101") == [("net.py", 7), ("net.py", 7)]
+
+
+def test_the_callers_size_decides_only_tests_before_the_parameter_is_rebound(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+def helper(seq, shape):
+    shape = torch.tensor(shape)
+    if isinstance(shape, torch.Tensor):
+        return seq * int(shape[0])
+    return seq
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return helper(x, x.shape)
+"""})
+    assert at(lint(root), "FL101") == [("net.py", 6)]

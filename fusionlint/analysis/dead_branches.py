@@ -15,9 +15,11 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.index import FileIndex
+from fusionlint.analysis.names import dotted
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.project.model import constant_test
-from fusionlint.semantic.bindings import bindings
+from fusionlint.project.summary import SIZE
+from fusionlint.semantic.bindings import bindings, bound_names
 
 _OPS = {cst.Equal: "==", cst.NotEqual: "!=", cst.Is: "is", cst.IsNot: "is not"}
 
@@ -30,20 +32,48 @@ def dead_nodes(index: FileIndex) -> set[int]:
             continue
         table = bindings(fn.node)
         fixed = {n: c for n, c in fn.constants.items() if table.get(n) == [None]}  # never re-bound
-        if not fixed:
-            continue
-        for node in iter_nodes(fn.node.body, (cst.If,)):
+        for node in iter_nodes(fn.node.body, (cst.If,)) if fixed else ():
             holds = _test(node.test, fixed)
-            if holds is None:
-                continue
-            dead = node.orelse if holds else node.body
-            if dead is not None:
-                out.add(id(dead))
-                out.update(id(n) for n in iter_nodes(dead, (cst.CSTNode,), into_nested_defs=True))
+            if holds is not None:
+                _mark(node.orelse if holds else node.body, out)
+        # a parameter re-bound further down (prx's `shape = shape[-2:]` inside the branch) still has
+        # the callers' value in the tests of an if/elif chain before the first statement binding it
+        early = {n: c for n, c in fn.constants.items() if n not in fixed}
+        body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+        for stmt in body:
+            if not early:
+                break
+            if isinstance(stmt, cst.If):
+                _decide_chain(stmt, early, out)
+            early = {n: c for n, c in early.items() if n not in bound_names(stmt)}
     return out
 
 
+def _decide_chain(node: cst.If, constants: dict[str, str], out: set[int]) -> None:
+    """Mark what the tests of ``if``/``elif``... rule out; all of them run before any of the bodies."""
+    while True:
+        holds = _test(node.test, constants)
+        if holds is not None:
+            _mark(node.orelse if holds else node.body, out)
+            if holds:
+                return
+        if not isinstance(node.orelse, cst.If):
+            return
+        node = node.orelse
+
+
+def _mark(dead: Optional[cst.CSTNode], out: set[int]) -> None:
+    if dead is not None:
+        out.add(id(dead))
+        out.update(id(n) for n in iter_nodes(dead, (cst.CSTNode,), into_nested_defs=True))
+
+
 def _test(test: cst.BaseExpression, constants: dict[str, str]) -> Optional[bool]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _test(test.expression, constants)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Call):
+        return _isinstance_test(test, constants)
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     target = test.comparisons[0]
@@ -55,6 +85,31 @@ def _test(test: cst.BaseExpression, constants: dict[str, str]) -> Optional[bool]
         return None
     literal = _literal(right)
     return None if literal is None else constant_test(constants[left.value], op, literal)
+
+
+# what ``isinstance`` of a torch.Size says, by the class as written: True for the tuple types it is,
+# False for the ones it is not; any other class (a user's, an ABC) leaves the branch undecided
+_SIZE_IS = frozenset({"tuple", "torch.Size", "Size", "typing.Tuple", "Tuple"})
+_SIZE_IS_NOT = frozenset({
+    "torch.Tensor", "Tensor", "list", "int", "float", "bool", "str", "dict", "set", "np.ndarray", "numpy.ndarray",
+    "torch.SymInt", "SymInt",
+})
+
+
+def _isinstance_test(call: cst.Call, constants: dict[str, str]) -> Optional[bool]:
+    """``isinstance(shape, tuple)`` / ``isinstance(shape, torch.Tensor)`` where every compiled caller
+    passes a tensor's size for ``shape`` (prx's ``seq2img(img, p, hidden_states.shape)`` in diffusers 0.36)."""
+    if not (isinstance(call.func, cst.Name) and call.func.value == "isinstance" and len(call.args) == 2):
+        return None
+    subject, classes = call.args[0].value, call.args[1].value
+    if not (isinstance(subject, cst.Name) and constants.get(subject.value) == SIZE):
+        return None
+    written = [dotted(e.value) for e in classes.elements] if isinstance(classes, cst.Tuple) else [dotted(classes)]
+    if any(name in _SIZE_IS for name in written):
+        return True
+    if all(name in _SIZE_IS_NOT for name in written):
+        return False
+    return None
 
 
 def _literal(node: cst.BaseExpression) -> Optional[str]:

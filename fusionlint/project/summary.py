@@ -235,13 +235,34 @@ def _targets(node: ast.AST) -> list[ast.expr]:
     return [target] if target is not None else []
 
 
+# What a call passes for a parameter when it passes a tensor's size (``x.shape``, ``x.shape[-2:]``,
+# ``x.size()``): a ``torch.Size``, a tuple. Not a literal (no ``==`` test can be decided on it), but
+# enough to decide ``isinstance(shape, tuple)`` and ``shape is None`` in the callee
+# (fusionlint.analysis.dead_branches).
+SIZE = "<torch.Size>"
+
+
 def _const(node: ast.expr, params: frozenset[str]):
     literal = _literal(node)
     if literal is not None:
         return literal
+    if _is_size(node):
+        return SIZE
     if isinstance(node, ast.Name) and node.id in params:
         return ("param", node.id)
     return None
+
+
+def _is_size(node: ast.expr) -> bool:
+    """``x.shape``, a slice of it (``x.shape[-2:]``), or ``x.size()``: a ``torch.Size``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr == "shape"
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
+        and not node.args and not node.keywords
+    )
 
 
 def summarize(

@@ -55,6 +55,21 @@ def bindings(fn: cst.FunctionDef) -> dict[str, list[Optional[cst.BaseExpression]
     return found
 
 
+def bound_names(node: cst.CSTNode) -> set[str]:
+    """The local names a statement binds anywhere inside it (not in nested defs)."""
+    out: set[str] = set()
+    itself = [node] if isinstance(node, _BINDING_NODES) else []  # a `for`/`with` statement binds too
+    for found in [*itself, *iter_nodes(node, _BINDING_NODES)]:
+        if isinstance(found, cst.Assign):
+            for target in found.targets:
+                out.update(target_names(target.target))
+        elif isinstance(found, cst.With):
+            out.update(n for item in found.items if item.asname is not None for n in target_names(item.asname.name))
+        else:
+            out.update(target_names(found.target))
+    return out
+
+
 def _record(found: dict, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
     if isinstance(target, cst.Name):
         found.setdefault(target.value, []).append(value)
