@@ -667,3 +667,66 @@ class Net(nn.Module):
         return helper(x, x.shape)
 """})
     assert at(lint(root), "FL101") == [("net.py", 6)]
+
+
+# Unpacking a project submodule's tuple: the items its forward returns as sizes are no tensors
+# (diffusers 0.36's lumina_nextdit2d: `hidden_states, mask, img_size, freqs = self.patch_embedder(...)`,
+# `height, width = img_size[0]`, `hidden_states[:, :sequence_length]` from them was an FL103).
+EMBED = HEAD + """
+class PatchEmbed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        batch_size, channels, height, width = x.size()
+        x = self.proj(x.flatten(2).transpose(1, 2))
+        return x, [(height, width)] * batch_size, x.amax(-1)
+"""
+
+
+def test_sizes_a_submodule_returns_in_a_tuple_are_no_tensors(tmp_path):
+    root = project(tmp_path, {"embed.py": EMBED, "net.py": HEAD + """
+from .embed import PatchEmbed
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = PatchEmbed()
+
+    def forward(self, x):
+        h, sizes, peak = self.embed(x)
+        height, width = sizes[0]
+        n = height * width
+        return h[:, :n], h[:, : peak.max()]
+""", "__init__.py": ""})
+    found = lint(root)
+    # the size-bounded slice is silent; the one bounded by a tensor item still breaks
+    assert [(f.line, f.column) for f in found if f.code == "FL103"] == [(15, 26)], found
+
+
+def test_a_submodule_whose_returns_differ_in_length_keeps_every_item_a_tensor(tmp_path):
+    root = project(tmp_path, {"net.py": EMBED + """
+    def alt(self, x):
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        if flag:
+            self.embed = PatchEmbed()
+        else:
+            self.embed = Other()
+
+    def forward(self, x):
+        h, sizes, peak = self.embed(x)
+        return h[:, : sizes[0]]
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        return x, x.sum(-1), x
+"""})
+    assert len(at(lint(root), "FL103")) == 1

@@ -106,6 +106,9 @@ class ClassInfo:
     # attr -> {constructor qualname: "path:line"} for every module the class, a base or a subclass (any
     # file) assigns to it: a base's forward calls whatever a subclass's __init__ put there (project model)
     submodule_ctors: dict[str, dict[str, str]] = field(default_factory=dict)
+    # attr -> (length, positions surely no tensor) of the tuples its class's forward returns
+    # (fusionlint.project.model.Project.submodule_items), for `a, b = self.attr(x)`
+    submodule_items: dict[str, tuple[int, frozenset[int]]] = field(default_factory=dict)
     # attr -> [(method name, Assign/AugAssign node)] for writes to self.<attr>
     self_attr_writes: dict[str, list[tuple[str, cst.CSTNode]]] = field(default_factory=dict)
     # attr -> the writes of self.<attr> in functions named __init__, described (fusionlint.analysis.init_facts):

@@ -113,6 +113,9 @@ class RecordingModel:
     def attributes(self, summary, cls):
         return self._rec.log(("model.attributes", summary.path, cls.name), self._model.attributes(summary, cls))
 
+    def submodule_items(self, summary, cls, attr: str):
+        return self._rec.log(("model.submodule_items", summary.path, cls.name, attr), self._model.submodule_items(summary, cls, attr))
+
     def function_facts(self, shown: str, qualname: str):
         return self._rec.log(("model.function_facts", shown, qualname), self._model.function_facts(shown, qualname))
 

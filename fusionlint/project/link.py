@@ -42,6 +42,11 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
                 else:
                     continue
                 break
+        # what unpacking each submodule's output binds (`x, mask, sizes, freqs = self.patch_embed(x)`)
+        for attr in info.submodules:
+            items = model.submodule_items(summary, cls, attr)
+            if items is not None and items[1]:
+                info.submodule_items[attr] = items
     for qual, fn in index.functions.items():
         facts = model.function_facts(path, qual)
         if facts is None:

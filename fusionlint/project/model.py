@@ -350,6 +350,22 @@ class Project:
         """The project class an ``object`` attribute is an instance of, if it is a project class."""
         return self._class(summary, fact.ctor) if fact.kind == "object" and fact.ctor else None
 
+    def submodule_items(self, summary: FileSummary, cls: ClassSummary, attr: str) -> Optional[tuple[int, frozenset[int]]]:
+        """What ``a, b, c = self.<attr>(x)`` unpacks when ``attr`` is only ever a project module whose
+        ``forward`` returns tuples of one length (``FunctionSummary.items``): (the length, the
+        positions that are surely no tensor in every such class), else None."""
+        found: Optional[tuple[int, frozenset[int]]] = None
+        for owner, fact in self.attributes(summary, cls).get(attr, ()):
+            target = self.attr_class(owner, fact)
+            if target is None or self.forward_replaced(*target):
+                return None
+            forward = self.method(*target, "forward")
+            items = forward[1].items if forward is not None else None
+            if items is None or (found is not None and found[0] != items[0]):
+                return None
+            found = items if found is None else (items[0], found[1] & items[1])
+        return found
+
     def forward_replaced(self, summary: FileSummary, cls: ClassSummary) -> bool:
         """True when the ``forward`` that instances of ``cls`` run was swapped for a dispatcher by a class
         decorator (``@use_experts_implementation``) on ``cls`` or on the base it inherits ``forward`` from:

@@ -123,6 +123,9 @@ class FunctionSummary:
     # the value of each `return <expr>`: it returns a tensor when every one is a tensor (a forward that
     # returns `x` on one path and a tuple or ModelOutput on another does not count)
     returns: tuple[Value, ...] = ()
+    # when every `return` is a tuple of one length: (that length, the positions where every one of
+    # them is surely no tensor: `[(h, w)] * b`, a size, None). What `a, b, c = self.sub(x)` binds.
+    items: Optional[tuple[int, frozenset[int]]] = None
 
 
 @dataclass(slots=True)
@@ -225,6 +228,44 @@ def _branch_conditions(body: list[ast.stmt], params: frozenset[str]) -> dict[int
 
     walk(body, ())
     return out
+
+
+_COUNTING_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "isinstance", "hasattr", "callable"})
+
+
+def _returned_items(returns: list[ast.expr], values, body_nodes: list[ast.AST]) -> Optional[tuple[int, frozenset[int]]]:
+    """``FunctionSummary.items`` of a function whose returns are ``returns``."""
+    if not all(isinstance(r, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in r.elts) for r in returns):
+        return None
+    size = len(returns[0].elts)
+    if any(len(r.elts) != size for r in returns):
+        return None
+    # locals whose every binding the values saw (an augmented assignment or a `with ... as` they do not)
+    seen: set[str] = set()
+    unseen: set[str] = set()
+    for node in body_nodes:
+        for target in _targets(node):
+            names = {x.id for x in ast.walk(target) if isinstance(x, ast.Name)}
+            (unseen if isinstance(node, ast.AugAssign) else seen).update(names)
+    plain = seen - unseen - values.params
+    surely = frozenset(i for i in range(size) if all(_surely_no_tensor(r.elts[i], values, plain) for r in returns))
+    return size, surely
+
+
+def _surely_no_tensor(node: ast.expr, values, plain: set[str]) -> bool:
+    """A literal, a container of such values, `[x] * n`, `len(...)`, or a local the values found no
+    tensor in (`h` of `b, c, h, w = x.size()`)."""
+    if isinstance(node, (ast.Constant, ast.JoinedStr)):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(not isinstance(e, ast.Starred) and _surely_no_tensor(e, values, plain) for e in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add)):
+        return _surely_no_tensor(node.left, values, plain) and _surely_no_tensor(node.right, values, plain)
+    if isinstance(node, ast.Name):
+        return node.id in plain and not values.of(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in _COUNTING_BUILTINS
+    return False
 
 
 def _targets(node: ast.AST) -> list[ast.expr]:
@@ -461,10 +502,12 @@ class _Summarizer:
         sites = [s for s in (self._site(c, values, elements, fixed, conds) for c in calls) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in calls) if s is not None]
         returned = tuple(_shared(values.of(value)) for value in returns)
+        items = _shared(_returned_items(returns, values, body_nodes)) if returns else None
         signature = _shared(tuple(params))  # `(self, hidden_states)`: shared by many functions
         info = FunctionSummary(
             qual, node.name, cls.name if cls else None, parent, signature, args.vararg.arg if args.vararg else None,
             static, decorators, tuple(sites), frozenset(uses) or NO_NAMES, _line(node.lineno), returned,
+            items,
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:

@@ -333,12 +333,24 @@ class TensorFacts:
                 for t, v in zip(elements, value.elements):
                     self._bind(t, v.value)
             elif self._is_tensor_sequence(value) or self.is_tensor(value):
-                # unpacking a tensor walks its first dimension: `q, k, v = qkv.permute(2, 0, 3, 1, 4)`
-                for t in elements:
+                # unpacking a tensor walks its first dimension: `q, k, v = qkv.permute(2, 0, 3, 1, 4)`;
+                # a project submodule's tuple says which of its items are no tensors
+                not_tensors = self._non_tensor_items(value, elements)
+                for i, t in enumerate(elements):
+                    if i in not_tensors:
+                        continue
                     if isinstance(t, cst.Name):
                         self._add(t.value)
                     elif isinstance(t, cst.StarredElement) and isinstance(t.value, cst.Name):
                         self._add(t.value.value)
+
+    def _non_tensor_items(self, value: cst.BaseExpression, targets: list) -> frozenset[int]:
+        """Positions of ``targets`` that ``value``, a call of a project submodule whose forward returns
+        a tuple of that length, surely does not fill with a tensor (``[(h, w)] * b``, a size)."""
+        if not (self._submodule_call(value) and not any(isinstance(t, cst.StarredElement) for t in targets)):
+            return frozenset()
+        items = self.cls.submodule_items.get(value.func.attr.value)
+        return items[1] if items is not None and items[0] == len(targets) else frozenset()
 
     def _is_tensor_sequence(self, value: cst.BaseExpression) -> bool:
         """``q, k, v = qkv.unbind(0)``; ``out, (h, c) = self.lstm(x)``; not ``B, N, C = x.shape``."""
