@@ -730,3 +730,58 @@ class Other(nn.Module):
         return x, x.sum(-1), x
 """})
     assert len(at(lint(root), "FL103")) == 1
+
+
+# What TorchScript and the JIT tracer ask is False under torch.compile, so what they guard is never
+# traced: torchvision 0.28's `if torchvision._is_tracing(): return _onnx_paste_masks_in_image_loop(...)`
+# gave 8 FL103 and 2 FL101 in the ONNX helpers (measured, torch 2.13 CPU: `if torch.jit.is_tracing():`,
+# `if torch.jit.is_scripting() or _is_tracing():` around `x.sum().item()`: 0 breaks, 1 graph).
+TRACING = HEAD + """import torchvision
+
+
+def onnx_loop(x):
+    return x * x.sum().item()
+
+
+def helper(x):
+    if torchvision._is_tracing():
+        return onnx_loop(x)
+    return x * 2
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        if torch.jit.is_scripting():
+            x = x * float(x.sum())
+        if not torch.jit.is_tracing():
+            x = x + 1
+        else:
+            x = x * x.amax().item()
+"""
+
+
+def test_branches_only_torchscript_or_the_tracer_take_are_not_traced(tmp_path):
+    root = project(tmp_path, {"net.py": TRACING + "        return helper(x)\n"})
+    assert at(lint(root), "FL101") == []
+
+
+def test_a_helper_also_called_outside_the_tracing_branch_is_traced(tmp_path):
+    root = project(tmp_path, {"net.py": TRACING + "        return helper(x) + onnx_loop(x)\n"})
+    assert at(lint(root), "FL101") == [("net.py", 7)]
+
+
+def test_a_helper_in_another_file_called_only_while_tracing_is_not_traced(tmp_path):
+    root = project(tmp_path, {
+        "__init__.py": "",
+        "onnx.py": HEAD + "def loop(x):\n    return x * x.sum().item()\n",
+        "net.py": HEAD + """from .onnx import loop
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        if torch.jit.is_tracing():
+            return loop(x)
+        return x * 2
+""",
+    })
+    assert at(lint(root), "FL101") == []

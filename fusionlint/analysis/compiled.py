@@ -17,6 +17,8 @@ import libcst as cst
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.names import resolve
 from fusionlint.analysis.project import ProjectIndex, is_autograd_function_base, is_torch_module_base
+from fusionlint.analysis.walk import iter_nodes
+from fusionlint.semantic.is_compiling import cst_eager_only_statements
 
 _COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
 _DISABLE_DECORATORS = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
@@ -74,6 +76,15 @@ def _method(index: FileIndex, cls: ClassInfo, name: str, seen: frozenset[str] = 
     return None
 
 
+def _untraced_calls(fn: FunctionInfo, index: FileIndex) -> set[int]:
+    """ids of the calls in ``fn`` that sit in code Dynamo never traces (fusionlint.semantic.is_compiling)."""
+    body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
+    if not any(isinstance(stmt, cst.If) or isinstance(getattr(stmt, "body", None), cst.IndentedBlock) for stmt in body):
+        return set()
+    skipped = cst_eager_only_statements(body, lambda f: resolve(f, index.aliases))
+    return {id(n) for stmt in skipped for n in iter_nodes(stmt, (cst.Call,))}
+
+
 def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:
     """Set FunctionInfo.chain/kind for everything torch.compile would trace."""
     classify_classes(index, project)
@@ -104,7 +115,10 @@ def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:
     while queue:
         fn = queue.popleft()
         assert fn.frames is not None
-        for how, name in fn.calls:
+        untraced = _untraced_calls(fn, index)
+        for how, name, call in fn.calls:
+            if id(call) in untraced:
+                continue  # `if torch.jit.is_tracing(): return _onnx_loop(x)`: Dynamo never makes it
             callee: Optional[FunctionInfo] = None
             if how == "self" and fn.cls is not None:
                 callee = _method(index, fn.cls, name)

@@ -141,7 +141,8 @@ class FunctionInfo:
     cls: Optional[ClassInfo]
     parent: Optional["FunctionInfo"] = None  # enclosing function for nested defs
     decorators: list[str] = field(default_factory=list)
-    calls: list[tuple[str, str]] = field(default_factory=list)  # ("self", "m") or ("name", "f")
+    # ("self", "m", the call) or ("name", "f", the call)
+    calls: list[tuple[str, str, cst.Call]] = field(default_factory=list)
     kind: str = "function"  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper" | "function"
     # Set when compiled: the call chain that makes torch.compile trace it, one frame per step,
     # ("Model.forward", "self._mask"); ``chain`` is its display form.
@@ -281,7 +282,7 @@ class Collector:
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             method = func.attr.value
             if self._func is not None:
-                self._func.calls.append(("self", method))
+                self._func.calls.append(("self", method, node))
             if self._cls is not None and node.args and method in _BUFFER_CALLS + _PARAM_CALLS:
                 first = node.args[0].value
                 if isinstance(first, cst.SimpleString):
@@ -291,7 +292,7 @@ class Collector:
             return
         if isinstance(func, cst.Name):
             if self._func is not None:
-                self._func.calls.append(("name", func.value))
+                self._func.calls.append(("name", func.value, node))
             return
         qual = resolve(func, self.index.aliases)
         if qual == "torch.compile" and node.args:

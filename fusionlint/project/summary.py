@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fusionlint.analysis.judge import TENSOR_METHODS
+from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
 from fusionlint.precheck import MAX_NODES
@@ -499,8 +500,13 @@ class _Summarizer:
         rebound = {x.id for b in body_nodes for t in _targets(b) for x in ast.walk(t) if isinstance(x, ast.Name)}
         fixed = frozenset(p.name for p in params) - rebound
         conds = _branch_conditions(node.body, fixed) if fixed else {}
-        sites = [s for s in (self._site(c, values, elements, fixed, conds) for c in calls) if s is not None]
-        sites += [s for s in (self._reference(c, values) for c in calls) if s is not None]
+        traced = calls
+        eager = eager_only_statements(node.body, lambda f: resolve(f, aliases))
+        if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
+            skipped = {id(n) for st in eager for n in ast.walk(st) if isinstance(n, ast.Call)}
+            traced = [c for c in calls if id(c) not in skipped]
+        sites = [s for s in (self._site(c, values, elements, fixed, conds) for c in traced) if s is not None]
+        sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
         returned = tuple(_shared(values.of(value)) for value in returns)
         items = _shared(_returned_items(returns, values, body_nodes)) if returns else None
         signature = _shared(tuple(params))  # `(self, hidden_states)`: shared by many functions
