@@ -239,12 +239,19 @@ def conditional_targets(raw: dict, findings: list, versions: dict, only: list[st
         if cond is not None:
             lines[cond].add((f.path, f.line))
     names = select([m["name"] for m in raw["models"] if m["status"] == "ok"], only, None)
+    # which models ran a line is read from their cached plain measurement: without it the targets
+    # would come out empty and the saved record would be overwritten by one with no passes
+    uncached = [n for n in names if not (cache_dir(n, versions) / f"{_safe(n)}.json").exists()]
+    if lines and uncached:
+        raise SystemExit(
+            f"error: --conditional needs the plain measurement of every model in {BENCH / 'cache'} "
+            f"({len(uncached)} of {len(names)} missing, e.g. {uncached[0]}); run `python bench/recall.py` "
+            "first (cached models are not measured again), or rescore without --conditional"
+        )
     targets: dict[str, list[str]] = {}
     for cond, wanted in sorted(lines.items()):
         for n in names:
             cached = cache_dir(n, versions) / f"{_safe(n)}.json"
-            if not cached.exists():
-                continue
             cov = json.loads(cached.read_text()).get("coverage", {})
             ran = {p: recall_match.expand_lines(r) for p, r in cov.items()}
             if any(line in ran.get(path, ()) for path, line in wanted):

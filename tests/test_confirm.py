@@ -343,3 +343,17 @@ def test_only_rules_that_ask_for_it_get_the_mode_switch():
 
     assert _wants_mode_switch([finding("FL201"), finding("FL205")])
     assert not _wants_mode_switch([finding("FL201"), finding("FL204")])
+
+
+def test_auto_backend_uses_inductor_only_where_the_claim_needs_its_code():
+    from fusionlint.confirm.orchestrate import auto_backend
+    from fusionlint.rule import Effect
+
+    assert auto_backend([Effect.GRAPH_BREAK, Effect.RECOMPILE], "cpu") == "aot_eager"
+    assert auto_backend([Effect.GRAPH_BREAK, Effect.RECOMPILE], "cuda") == "aot_eager"
+    # a CPU sync is a sync-prone op, run alike by aot_eager (tests/test_fixture_effects.py measures
+    # FL101-FL103 that way); CUDA's DtoH copies inside generated code need inductor
+    assert auto_backend([Effect.GRAPH_BREAK, Effect.HOST_SYNC], "cpu") == "aot_eager"
+    assert auto_backend([Effect.GRAPH_BREAK, Effect.HOST_SYNC], "cuda:0") == "inductor"
+    for effect in (Effect.EXTRA_KERNEL, Effect.SILENT_DIVERGENCE, Effect.RUNTIME_ERROR):
+        assert auto_backend([effect], "cpu") == auto_backend([effect], "cuda") == "inductor"

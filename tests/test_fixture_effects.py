@@ -88,7 +88,7 @@ def measure_module(module, path: Path, effects=()):
         user_files=[str(path)],
         # `GRAD = True` in a fixture: measure with autograd recording (effects that exist only in training)
         grad=bool(getattr(module, "GRAD", False)),
-        compile_kwargs={"backend": auto_backend(effects)},
+        compile_kwargs={"backend": auto_backend(effects, "cpu")},
     )
 
 

@@ -4,6 +4,7 @@ No torch and no bench venv: the log texts below have the shape torch 2.13 writes
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -186,3 +187,32 @@ def test_a_size_fixed_at_a_package_line_is_the_cause_of_the_next_size_recompile(
     # a value fixed in another entry, or another value, explains nothing
     assert rm.attribute_specializations(failures, [{**spec, "entry": "0/2"}])[0]["path"] is None
     assert rm.attribute_specializations(failures, [{**spec, "value": 256}])[0]["path"] is None
+
+
+def test_conditional_targets_refuse_to_run_without_the_model_cache(tmp_path, monkeypatch):
+    # a fresh machine has no cached plain measurements: the targets would come out empty and
+    # `--rescore --conditional` would overwrite the saved conditional record with one that has no passes
+    import recall
+
+    monkeypatch.setattr(recall, "BENCH", tmp_path)
+    versions = {"timm": "1.0", "torch": "2.13.0"}
+    raw = {
+        "models": [{"name": "timm:vit_tiny", "status": "ok"}],
+        "coverage": {"timm/models/vit.py": [[10, 12]]},
+        "break_sites": [],
+    }
+    message = "`int(n)` breaks the graph once `n` is a dynamic size"
+    found = [rm.Finding("timm/models/vit.py", 11, 11, "FL101", frozenset({"graph-break"}), message)]
+    assert rm.stated_condition(message) == "dynamic"
+    try:
+        recall.conditional_targets(raw, found, versions, None)
+    except SystemExit as e:
+        assert "--conditional needs the plain measurement" in str(e.code)
+    else:
+        raise AssertionError("conditional_targets ran without the cached measurements")
+
+    # with the model's measurement cached, the model that ran line 11 is the target of the dynamic pass
+    cached = recall.cache_dir("timm:vit_tiny", versions) / "timm__vit_tiny.json"
+    cached.parent.mkdir(parents=True)
+    cached.write_text(json.dumps({"coverage": {"timm/models/vit.py": [[11, 11]]}}))
+    assert recall.conditional_targets(raw, found, versions, None) == {"dynamic": ["timm:vit_tiny"]}

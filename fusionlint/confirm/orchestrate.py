@@ -37,17 +37,22 @@ DEFAULT_TIMING_RUNS = 10
 # attribute that changes between calls recompiles up to the limit under AOT autograd (its
 # tensorify pass specializes it again) but only once under "eager" (measured on the FL201 fixture,
 # torch 2.13 CPU: eager 1 recompile; aot_eager and inductor 8 and the limit, 3.8 s vs 46.7 s).
+# On a CPU a host sync is counted by its sync-prone ops (`.item()`, `nonzero`), which run the same
+# under aot_eager: the FL101-FL103 fixtures count 1 (bad) and 0 (good) with either backend (torch
+# 2.13 CPU); on CUDA the DtoH copies inside inductor's code are part of the count.
 _INDUCTOR_EFFECTS = frozenset({Effect.EXTRA_KERNEL, Effect.HOST_SYNC, Effect.SILENT_DIVERGENCE, Effect.RUNTIME_ERROR})
+_INDUCTOR_EFFECTS_CPU = _INDUCTOR_EFFECTS - {Effect.HOST_SYNC}
 BACKENDS = ("auto", "eager", "aot_eager", "inductor")
 BUDGET_REASON = "not run: the --confirm-budget of {budget:g} s was spent before this module started"
 INSTALL_HINT = "the confirm pass needs torch: install fusionlint[confirm] (pip install 'fusionlint[confirm]')"
 
 
-def auto_backend(effects) -> str:
-    """The backend that shows ``effects`` (``--confirm-backend auto``): Dynamo alone decides graph
-    breaks and recompiles, and AOTAutograd's guards come with aot_eager, so only kernels, syncs and
-    numerics need inductor's code."""
-    return "inductor" if {Effect(e) for e in effects} & _INDUCTOR_EFFECTS else "aot_eager"
+def auto_backend(effects, device: str = "cuda") -> str:
+    """The backend that shows ``effects`` on ``device`` (``--confirm-backend auto``): Dynamo alone
+    decides graph breaks and recompiles, and AOTAutograd's guards come with aot_eager, so only
+    kernels, numerics and (on CUDA) syncs need inductor's code."""
+    needs = _INDUCTOR_EFFECTS if device.startswith("cuda") else _INDUCTOR_EFFECTS_CPU
+    return "inductor" if {Effect(e) for e in effects} & needs else "aot_eager"
 
 
 class ConfirmError(Exception):
@@ -320,7 +325,7 @@ def build_job(
     sys_path = _sys_path(root)
     effects = {Effect(e) for f in unit.findings for e in f.effects}
     if backend == "auto":
-        backend = "inductor" if timeline else auto_backend(effects)
+        backend = "inductor" if timeline else auto_backend(effects, device)
     if backend != "inductor":
         timing_runs = 0  # times of eager fragments would say nothing about compiled speed
     job = {
