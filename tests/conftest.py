@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -8,6 +9,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+# pytest-xdist already runs one test per core (scripts/test.sh: -n auto): a confirm run that started
+# a worker per core on top would pay a second import of torch and dynamo (about 5 CPU-s each) for
+# no speed. Tests that pass --jobs / jobs= still get that many; tests/test_confirm.py checks the knob.
+os.environ.setdefault("FUSIONLINT_CONFIRM_JOBS", "1")
 
 
 @pytest.fixture

@@ -357,3 +357,38 @@ def test_auto_backend_uses_inductor_only_where_the_claim_needs_its_code():
     assert auto_backend([Effect.GRAPH_BREAK, Effect.HOST_SYNC], "cuda:0") == "inductor"
     for effect in (Effect.EXTRA_KERNEL, Effect.SILENT_DIVERGENCE, Effect.RUNTIME_ERROR):
         assert auto_backend([effect], "cpu") == auto_backend([effect], "cuda") == "inductor"
+
+
+def test_confirm_jobs_default_follows_the_environment(monkeypatch):
+    from fusionlint.confirm.orchestrate import JOBS_ENV, ConfirmError, default_cpu_jobs
+
+    monkeypatch.setenv(JOBS_ENV, "3")
+    assert default_cpu_jobs() == 3
+    monkeypatch.delenv(JOBS_ENV)
+    assert 1 <= default_cpu_jobs() <= (os.cpu_count() or 1)
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(JOBS_ENV, bad)
+        with pytest.raises(ConfirmError, match="FUSIONLINT_CONFIRM_JOBS"):
+            default_cpu_jobs()
+
+
+def test_a_bad_confirm_jobs_variable_is_a_usage_error_not_a_traceback(tmp_path):
+    need("torch", "the confirm pass needs torch installed to start")
+    (tmp_path / "m.py").write_text("import torch\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.item()\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fusionlint.cli", "check", "m.py", "--confirm", "--device", "cpu"],
+        cwd=tmp_path, capture_output=True, text=True, env=dict(os.environ, FUSIONLINT_CONFIRM_JOBS="zero", PYTHONPATH=str(ROOT)),
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "FUSIONLINT_CONFIRM_JOBS='zero'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_workers_share_the_cores_unless_the_machine_is_shared(monkeypatch):
+    from fusionlint.confirm.orchestrate import JOBS_ENV, worker_threads
+
+    monkeypatch.delenv(JOBS_ENV, raising=False)
+    cores = os.cpu_count() or 1
+    assert worker_threads("cpu", 1) == cores and worker_threads("cpu", cores) == 1
+    assert worker_threads("cuda", 1) == 1
+    monkeypatch.setenv(JOBS_ENV, "1")  # others use the other cores: one thread (one compile thread)
+    assert worker_threads("cpu", 1) == 1

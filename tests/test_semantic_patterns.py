@@ -616,6 +616,89 @@ def test_two_compiled_calls_with_different_constants_keep_both_branches(tmp_path
     assert at(found, "FL101") == [("attn.py", 28)]
 
 
+# What a compiled caller knows of `self.<attr>` when it calls a method of the same object: peft 0.17's
+# LoRA layers call `self.unmerge()` only under `if self.merged:`, and unmerge begins with
+# `if not self.merged: warnings.warn("Already unmerged. Nothing to do.")`, which is never traced.
+# Measured (torch 2.13 CPU, the `graph_breaks` log of the MERGE model): merged, one break at the
+# second warn (line 28, after the loop changed `merged_adapters`); not merged, unmerge is not called.
+MERGE = HEAD + """
+import warnings
+
+
+class Other:
+    def __call__(self):
+        if not self.merged_adapters:
+            warnings.warn("not this object's attribute")
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.merged_adapters = ["a"]
+        self.disable_adapters = True
+        self.other = Other()
+
+    def unmerge(self):
+        \"\"\"Undo the merge.\"\"\"
+        if not self.merged_adapters:
+            warnings.warn("Already unmerged. Nothing to do.")
+            return
+        while len(self.merged_adapters) > 0:
+            self.merged_adapters.pop()
+        if not self.merged_adapters:
+            warnings.warn("unmerged")
+"""
+ALREADY, OTHER, UNMERGED = 23, 9, 28  # the three warns of MERGE
+
+
+def test_a_self_attribute_test_around_a_method_call_rules_out_the_methods_first_branch(tmp_path):
+    root = project(tmp_path, {"lora.py": MERGE + """
+    def forward(self, x):
+        if self.disable_adapters:
+            if self.merged_adapters:
+                self.unmerge()
+        return self.lin(x)
+"""})
+    # the warn after the loop stays: the attribute may have changed by then
+    assert at(lint(root), "FL104") == [("lora.py", UNMERGED)]
+
+
+def test_a_self_attribute_fact_needs_every_compiled_call_and_the_same_object(tmp_path):
+    root = project(tmp_path, {"lora.py": MERGE + """
+    def forward(self, x):
+        if self.merged_adapters:
+            self.unmerge()
+        if self.merged_adapters:
+            self.other()  # another object's attribute: Other.__call__'s test is not decided
+        return self.lin(x)
+
+    def reset(self, x):
+        x = self.lin(x)
+        self.unmerge()  # not compiled: not a caller that counts
+        return x
+
+
+class Twice(Layer):
+    def forward(self, x):
+        x = self.lin(x)
+        self.unmerge()  # a compiled call made without the test keeps the branch
+        return x
+"""})
+    assert at(lint(root), "FL104") == [("lora.py", OTHER), ("lora.py", ALREADY), ("lora.py", UNMERGED)]
+
+
+def test_a_self_attribute_test_is_known_only_at_the_first_statement_of_the_branch(tmp_path):
+    root = project(tmp_path, {"lora.py": MERGE + """
+    def forward(self, x):
+        if self.merged_adapters:
+            x = self.lin(x)
+            self.unmerge()  # `self.lin(x)` ran first: it could have changed the attribute
+        return x
+"""})
+    assert at(lint(root), "FL104") == [("lora.py", ALREADY), ("lora.py", UNMERGED)]
+
+
 # A helper told a tensor's size by every compiled caller takes its tuple branch: diffusers 0.36's
 # prx `seq2img(img, self.patch_size, hidden_states.shape)` with `elif isinstance(shape, torch.Tensor):
 # shape = (int(shape[0]), int(shape[1]))` (measured, torch 2.13 CPU: `torch._dynamo.explain` of the

@@ -18,7 +18,7 @@ from fusionlint.analysis.index import FileIndex
 from fusionlint.analysis.names import dotted
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.project.model import constant_test
-from fusionlint.project.summary import SIZE
+from fusionlint.project.summary import SELF_TRUTH_AT_ENTRY, SIZE
 from fusionlint.semantic.bindings import bindings, bound_names
 
 _OPS = {cst.Equal: "==", cst.NotEqual: "!=", cst.Is: "is", cst.IsNot: "is not"}
@@ -30,15 +30,24 @@ def dead_nodes(index: FileIndex) -> set[int]:
     for fn in index.functions.values():
         if not fn.constants or fn.frames is None:
             continue
+        # what every compiled caller knew of `self.<attr>` when it called (peft's `if self.merged:
+        # self.unmerge()`) decides only the tests made before any statement of the function ran
+        truths = {n: c for n, c in fn.constants.items() if n.startswith("self.")}
+        first = _first_statement(fn.node) if truths else None
+        if isinstance(first, cst.If):
+            _decide_chain(first, truths, out)
+        params = {n: c for n, c in fn.constants.items() if n not in truths}
+        if not params:
+            continue
         table = bindings(fn.node)
-        fixed = {n: c for n, c in fn.constants.items() if table.get(n) == [None]}  # never re-bound
+        fixed = {n: c for n, c in params.items() if table.get(n) == [None]}  # never re-bound
         for node in iter_nodes(fn.node.body, (cst.If,)) if fixed else ():
             holds = _test(node.test, fixed)
             if holds is not None:
                 _mark(node.orelse if holds else node.body, out)
         # a parameter re-bound further down (prx's `shape = shape[-2:]` inside the branch) still has
         # the callers' value in the tests of an if/elif chain before the first statement binding it
-        early = {n: c for n, c in fn.constants.items() if n not in fixed}
+        early = {n: c for n, c in params.items() if n not in fixed}
         body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
         for stmt in body:
             if not early:
@@ -47,6 +56,16 @@ def dead_nodes(index: FileIndex) -> set[int]:
                 _decide_chain(stmt, early, out)
             early = {n: c for n, c in early.items() if n not in bound_names(stmt)}
     return out
+
+
+def _first_statement(fn: cst.FunctionDef) -> Optional[cst.BaseStatement]:
+    """The function's first statement after its docstring."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
+    if body and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1:
+        inner = body[0].body[0]
+        if isinstance(inner, cst.Expr) and isinstance(inner.value, (cst.SimpleString, cst.ConcatenatedString)):
+            body = body[1:]
+    return body[0] if body else None
 
 
 def _decide_chain(node: cst.If, constants: dict[str, str], out: set[int]) -> None:
@@ -74,6 +93,9 @@ def _test(test: cst.BaseExpression, constants: dict[str, str]) -> Optional[bool]
         return None if inner is None else not inner
     if isinstance(test, cst.Call):
         return _isinstance_test(test, constants)
+    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
+        value = constants.get(f"self.{test.attr.value}")
+        return None if value is None else constant_test(value, SELF_TRUTH_AT_ENTRY, "")
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     target = test.comparisons[0]

@@ -531,7 +531,7 @@ def confirm_findings(
     cache = ResultCache(root, enabled=use_cache)
     tv = torch_version()
     jobs = max(1, min(jobs, len(runnable) or 1))
-    threads = 1 if device.startswith("cuda") else max(1, (os.cpu_count() or 1) // jobs)
+    threads = worker_threads(device, jobs)
     reporter = as_progress(progress)
 
     from fusionlint import __version__
@@ -633,8 +633,27 @@ _WORKERS_PER_GPU = 4
 _WORKER_MEMORY_MB = 1024  # per CPU worker: torch imported + two tiny modules measured was 340-370 MB RSS (torch 2.13 CPU); room for real models
 
 
+JOBS_ENV = "FUSIONLINT_CONFIRM_JOBS"
+
+
+def worker_threads(device: str, jobs: int) -> int:
+    """torch's (and inductor's compile) threads per worker: the cores shared out among the workers;
+    one on CUDA, and one under ``FUSIONLINT_CONFIRM_JOBS``, which says other work shares the machine
+    (more than one compile thread also starts inductor's pool of compile processes)."""
+    if device.startswith("cuda") or os.environ.get(JOBS_ENV, "").strip():
+        return 1
+    return max(1, (os.cpu_count() or 1) // jobs)
+
+
 def default_cpu_jobs() -> int:
-    """One worker per CPU core, but no more than the free memory holds (each imports torch)."""
+    """One worker per CPU core, but no more than the free memory holds (each imports torch);
+    ``FUSIONLINT_CONFIRM_JOBS`` sets the number instead (a machine shared with other jobs: each
+    worker costs seconds of CPU to import torch and dynamo before it runs anything)."""
+    wanted = os.environ.get(JOBS_ENV, "").strip()
+    if wanted:
+        if not wanted.isdigit() or int(wanted) < 1:
+            raise ConfirmError(f"{JOBS_ENV}={wanted!r}: expected a whole number of workers, 1 or more")
+        return int(wanted)
     cores = max(1, os.cpu_count() or 1)
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:

@@ -17,7 +17,8 @@ from typing import Callable, Iterable, Optional
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.project.summary import (
-    NO_NAMES, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
+    NO_NAMES, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary,
+    forget_shared, summarize,
 )
 from fusionlint.semantic.values import TENSOR, Value
 
@@ -532,7 +533,9 @@ class _Propagation:
                     callee_facts.tensor_params[name] = where
                     changed = True
             if callee_facts.kind == "helper":
-                changed = _pass_constants(site, params, callee_facts.constants, known) or changed
+                # a method of this object (not `self.processor(...)`, an attribute object's __call__)
+                same_object = site.how in ("self", "super") and callee.name == site.target
+                changed = _pass_constants(site, params, callee_facts.constants, known, same_object) or changed
             if changed and not self.queued[(callee_file.path, callee.qualname)]:
                 self._queue(callee_file, callee)
 
@@ -670,8 +673,27 @@ class _Propagation:
         return found is not None and (found[0].path, found[1].qualname) in self.returns
 
 
-def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]], known: dict[str, str]) -> bool:
+# what every compiled caller knows of a ``self.<attr>`` when it calls a method of the same object
+# (``FunctionFacts.constants`` under the key "self.<attr>"); JOINED marks that a first call was joined
+TRUTHY, FALSY, _SELF_JOINED = "<truthy>", "<falsy>", "self."
+
+
+def _self_truths(site: CallSite, same_object: bool) -> dict[str, str]:
+    """The ``self.<attr>`` truths a call of a method of the same object is made under
+    (``if self.merged: self.unmerge()``)."""
+    if not same_object:
+        return {}  # another object: what this one's attributes hold says nothing of it
+    out: dict[str, str] = {}
+    for name, op, _literal, sense in site.conds:
+        if op in (SELF_TRUTH, SELF_TRUTH_AT_ENTRY):
+            out[name] = TRUTHY if sense else FALSY
+    return out
+
+
+def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]], known: dict[str, str],
+                    same_object: bool = False) -> bool:
     """Join the constants one compiled call passes into the callee's; True when they changed."""
+    changed = _join_self_truths(_self_truths(site, same_object), constants)
     if site.consts is None:
         passed = {p.name: None for p in params}
     else:
@@ -688,12 +710,32 @@ def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]],
             if isinstance(value, tuple):  # a parameter of the caller passed on
                 value = known.get(value[1])
             passed[param.name] = value
-    changed = False
     for name, value in passed.items():
         if name not in constants:
             constants[name] = value
             changed = True
         elif constants[name] is not None and constants[name] != value:
+            constants[name] = None
+            changed = True
+    return changed
+
+
+def _join_self_truths(truths: dict[str, str], constants: dict[str, Optional[str]]) -> bool:
+    """A ``self.<attr>`` truth holds for the callee only if every compiled call is made under it."""
+    changed = False
+    first = _SELF_JOINED not in constants
+    if first:
+        constants[_SELF_JOINED] = None
+        changed = True
+    for name, value in truths.items():
+        if name not in constants:
+            constants[name] = value if first else None  # a caller before this one did not know it
+            changed = True
+        elif constants[name] is not None and constants[name] != value:
+            constants[name] = None
+            changed = True
+    for name, value in constants.items():
+        if name.startswith("self.") and name != _SELF_JOINED and name not in truths and value is not None:
             constants[name] = None
             changed = True
     return changed
@@ -713,6 +755,10 @@ def dead_branch(conds, known: dict[str, str]) -> bool:
 
 def constant_test(value: str, op: str, literal: str) -> Optional[bool]:
     """``value op literal`` for two constants' reprs; None when it cannot be told."""
+    if op == SELF_TRUTH_AT_ENTRY:  # the callers' truth of ``self.<attr>``, tested before anything ran
+        return value == TRUTHY if value in (TRUTHY, FALSY) else None
+    if op == SELF_TRUTH or value in (TRUTHY, FALSY):
+        return None  # tested after other statements ran (or compared to a literal): not known
     if op in ("is", "is not"):
         if literal != "None" and value != "None":
             return None

@@ -202,32 +202,71 @@ def _param_test(test: ast.expr, params: frozenset[str]) -> Optional[tuple[str, s
 
 
 _HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+# statements that call nothing before their own calls: a branch's first one still sees its test hold
+_SIMPLE_STATEMENTS = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+# the test of a `self.<attr>` truth (``if self.merged:``), as a branch condition's operator: "@entry"
+# when no statement of the function ran before it (what callers know of the attribute still holds)
+SELF_TRUTH, SELF_TRUTH_AT_ENTRY = "truthy", "truthy@entry"
+
+
+def _self_truth_test(test: ast.expr, at_entry: bool) -> Optional[tuple[str, str, str, bool]]:
+    """``self.merged`` / ``not self.merged`` -> ("self.merged", operator, "", True / False)."""
+    sense = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, sense = test.operand, not sense
+    if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self":
+        return f"self.{test.attr}", SELF_TRUTH_AT_ENTRY if at_entry else SELF_TRUTH, "", sense
+    return None
+
+
+def _params_only(conds: tuple) -> tuple:
+    """The conditions that hold through a whole branch: a parameter never re-bound keeps its value,
+    an attribute of ``self`` may change at the first statement that runs."""
+    return tuple(c for c in conds if c[1] not in (SELF_TRUTH, SELF_TRUTH_AT_ENTRY))
 
 
 def _branch_conditions(body: list[ast.stmt], params: frozenset[str]) -> dict[int, tuple]:
-    """id(call) -> the parameter tests of the ``if`` branches around it (outermost first)."""
+    """id(call) -> the tests of the ``if`` branches around it (outermost first): a parameter against
+    a constant anywhere in the branch; the truth of ``self.<attr>`` (peft's ``if self.merged:
+    self.unmerge()``) only for the calls of the branch's first statement, before anything can change it."""
     out: dict[int, tuple] = {}
+    with_self = "self" in params
 
-    def walk(nodes, conds: tuple) -> None:
-        for n in nodes:
+    def walk(nodes, conds: tuple, entry: bool = False, first_only: bool = False) -> None:
+        # ``first_only``: ``nodes`` is a statement list, whose first statement alone sees the self
+        # tests in ``conds``; ``entry``: no statement of the function ran before ``nodes[0]``
+        for i, n in enumerate(nodes):
+            here = _params_only(conds) if first_only and i > 0 else conds
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 continue
             if isinstance(n, ast.If):
+                at_entry = entry and i == 0
                 test = _param_test(n.test, params)
-                walk([n.test], conds)
-                walk(n.body, conds + ((*test, True),) if test else conds)
-                walk(n.orelse, conds + ((*test, False),) if test else conds)
+                test = (*test, True) if test else (_self_truth_test(n.test, at_entry) if with_self else None)
+                walk([n.test], here)
+                if test is None:
+                    walk(n.body, here, at_entry, True)
+                    walk(n.orelse, here, at_entry, True)
+                else:
+                    name, op, literal, sense = test
+                    walk(n.body, here + ((name, op, literal, sense),), at_entry, True)
+                    walk(n.orelse, here + ((name, op, literal, not sense),), at_entry, True)
                 continue
-            if conds:
-                if isinstance(n, ast.Call):
-                    out[id(n)] = conds
-                walk(child_nodes(n), conds)
-            elif isinstance(n, _HOLDS_STATEMENTS):
-                # outside every tested branch only an `if` adds a condition, and only statements hold
-                # one: the expressions here need no walk
-                walk([c for c in child_nodes(n) if isinstance(c, _HOLDS_STATEMENTS)], conds)
+            if not here:
+                if isinstance(n, _HOLDS_STATEMENTS):
+                    # outside every tested branch only an `if` adds a condition, and only statements
+                    # hold one: the expressions here need no walk
+                    walk([c for c in child_nodes(n) if isinstance(c, _HOLDS_STATEMENTS)], here)
+                continue
+            if isinstance(n, ast.Call):
+                out[id(n)] = here
+            if isinstance(n, _HOLDS_STATEMENTS) and not isinstance(n, _SIMPLE_STATEMENTS):
+                walk(child_nodes(n), _params_only(here))  # a loop, `with` or `try` runs other code first
+            else:
+                walk(child_nodes(n), here)
 
-    walk(body, ())
+    docstring = body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    walk(body[1:] if docstring else body, (), True, True)
     return out
 
 
