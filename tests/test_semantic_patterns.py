@@ -664,6 +664,19 @@ def test_a_self_attribute_test_around_a_method_call_rules_out_the_methods_first_
     assert at(lint(root), "FL104") == [("lora.py", UNMERGED)]
 
 
+def test_a_method_that_sets_other_attributes_still_knows_its_test(tmp_path):
+    # peft 0.17's BOFT Linear.forward assigns attributes of self elsewhere: that rebinds no name
+    root = project(tmp_path, {"lora.py": MERGE + """
+    def forward(self, x):
+        self.last_shape = x.shape
+        if self.merged_adapters:
+            self.unmerge()
+        self.calls = 1
+        return self.lin(x)
+"""})
+    assert at(lint(root), "FL104") == [("lora.py", UNMERGED)]
+
+
 def test_a_self_attribute_fact_needs_every_compiled_call_and_the_same_object(tmp_path):
     root = project(tmp_path, {"lora.py": MERGE + """
     def forward(self, x):

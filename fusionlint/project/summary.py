@@ -225,12 +225,12 @@ def _params_only(conds: tuple) -> tuple:
     return tuple(c for c in conds if c[1] not in (SELF_TRUTH, SELF_TRUTH_AT_ENTRY))
 
 
-def _branch_conditions(body: list[ast.stmt], params: frozenset[str]) -> dict[int, tuple]:
-    """id(call) -> the tests of the ``if`` branches around it (outermost first): a parameter against
-    a constant anywhere in the branch; the truth of ``self.<attr>`` (peft's ``if self.merged:
-    self.unmerge()``) only for the calls of the branch's first statement, before anything can change it."""
+def _branch_conditions(body: list[ast.stmt], params: frozenset[str], with_self: bool = False) -> dict[int, tuple]:
+    """id(call) -> the tests of the ``if`` branches around it (outermost first): a parameter of
+    ``params`` against a constant anywhere in the branch; with ``with_self``, the truth of
+    ``self.<attr>`` (peft's ``if self.merged: self.unmerge()``) only for the calls of the branch's
+    first statement, before anything can change it."""
     out: dict[int, tuple] = {}
-    with_self = "self" in params
 
     def walk(nodes, conds: tuple, entry: bool = False, first_only: bool = False) -> None:
         # ``first_only``: ``nodes`` is a statement list, whose first statement alone sees the self
@@ -305,6 +305,20 @@ def _surely_no_tensor(node: ast.expr, values, plain: set[str]) -> bool:
         return node.id in plain and not values.of(node)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return node.func.id in _COUNTING_BUILTINS
+    return False
+
+
+def _binds_name(target: ast.expr, name: str) -> bool:
+    """Does the assignment target ``target`` bind ``name`` itself (``name = ...``, ``a, name = ...``)?"""
+    todo = [target]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, ast.Name) and t.id == name:
+            return True
+        if isinstance(t, (ast.Tuple, ast.List)):
+            todo.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            todo.append(t.value)
     return False
 
 
@@ -538,7 +552,12 @@ class _Summarizer:
         # parameters never re-bound in the body: what a caller passes is what the branches test
         rebound = {x.id for b in body_nodes for t in _targets(b) for x in ast.walk(t) if isinstance(x, ast.Name)}
         fixed = frozenset(p.name for p in params) - rebound
-        conds = _branch_conditions(node.body, fixed) if fixed else {}
+        # `self.x = ...` and `self[i] = ...` change the object, not the name: its attributes' tests
+        # are known (up to the first statement) unless `self` itself is bound to another object
+        with_self = bool(params) and params[0].name == "self" and not static and not any(
+            _binds_name(t, "self") for b in body_nodes for t in _targets(b)
+        )
+        conds = _branch_conditions(node.body, fixed, with_self) if fixed or with_self else {}
         traced = calls
         eager = eager_only_statements(node.body, lambda f: resolve(f, aliases))
         if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
