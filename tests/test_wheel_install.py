@@ -85,12 +85,13 @@ def test_wheel_install_has_rules_and_runs(tmp_path: Path):
     download_wheels(runtime_closure("fusionlint"), wheels)
 
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=False, with_pip=True)
+    # no pip of its own (ensurepip costs seconds): this run's pip installs into it with --python
+    venv.create(env_dir, system_site_packages=False, with_pip=False)
     py = env_dir / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("PIP_")}
     # Dependencies resolved from the wheel's metadata, offline, from the pinned wheels only.
     install = subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--disable-pip-version-check", "--no-index",
          "--find-links", str(wheels), str(wheel)],
         env=env, capture_output=True, text=True, timeout=600,
     )
