@@ -101,3 +101,33 @@ def test_a_runtime_error_in_the_eager_only_branch_is_still_reported(tmp_path):
     # `permute(...).view(...)` raises in eager mode too, so the guard does not make it harmless
     found = _findings(tmp_path)
     assert "FL301" in found["Guarded"] and "FL301" in found["Otherwise"]
+
+
+# Found on transformers 5.24 (`masking_utils.find_packed_sequence_indices`): the operands after one
+# that decides the `and`/`or` under compile are never evaluated by Dynamo (measured, torch 2.13 CPU:
+# `if not is_tracing(m) and (m[:, -1] == 0).all():` gave 0 graph breaks).
+SHORT_CIRCUIT = """\
+import torch
+from torch import nn
+from transformers.utils.import_utils import is_tracing
+
+
+class M(nn.Module):
+    def forward(self, x, mask):
+        if not is_tracing(mask) and (mask[:, -1] == 0).all():
+            return None
+        y = x.sum().item() if not torch.compiler.is_compiling() else 0.0
+        ok = torch.compiler.is_compiling() or bool(mask.any())
+        if mask.any() and not torch.compiler.is_compiling():
+            x = x * 3
+        return x * y * ok
+"""
+
+
+def test_operands_after_one_that_decides_under_compile_are_not_traced(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(SHORT_CIRCUIT)
+    outcome = run([str(path)], Settings(root=tmp_path, select=["ALL"]))
+    assert not outcome.internal_errors and not outcome.result.errors
+    # only the `if` whose tensor operand comes first is evaluated under compile
+    assert [(f.code, f.line) for f in outcome.result.findings] == [("FL102", 12)]

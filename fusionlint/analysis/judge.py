@@ -13,7 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.semantic.bindings import target_names
-from fusionlint.semantic.is_compiling import is_compiling_test
+from fusionlint.semantic.is_compiling import false_while_compiling, true_while_compiling
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.scope import function_nodes
 from fusionlint.semantic.tensors import NON_TENSOR_METHODS, TENSOR_ATTRS, torch_call_returns_tensor
@@ -233,19 +233,25 @@ def _is_star_param(name: str, ctx) -> bool:
 
 
 def _traced_part(expr: cst.BaseExpression, ctx) -> cst.BaseExpression:
-    """What Dynamo evaluates of ``expr``: in ``not is_compiling() and rest`` nothing after the first
-    operand (it is False while compiling), e.g. transformers' ``not is_torchdynamo_compiling() and t``."""
-    first = expr
-    while isinstance(first, cst.BooleanOperation) and isinstance(first.operator, cst.And):
-        first = first.left  # `a and b and c` nests to the left
-    if first is not expr and isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Not):
-        if _is_compiling_call(first.expression, ctx):
-            return first
+    """What Dynamo evaluates of ``expr``: an ``and`` chain up to its first operand that is False while
+    compiling (transformers' ``not is_torchdynamo_compiling() and t``, ``not is_tracing(m) and t``),
+    an ``or`` chain up to its first operand that is True (``is_compiling() or t``). The operands
+    after it are never evaluated under compile."""
+    if not isinstance(expr, cst.BooleanOperation):
+        return expr
+    op = type(expr.operator)
+    stops = false_while_compiling if op is cst.And else true_while_compiling
+    chain = []  # `a and b and c` nests to the left: ((a and b) and c)
+    node: cst.BaseExpression = expr
+    while isinstance(node, cst.BooleanOperation) and type(node.operator) is op:
+        chain.append(node)
+        node = node.left
+    prefix: cst.BaseExpression = node  # the operands up to and including `operand`
+    for operand, whole in [(node, node)] + [(c.right, c) for c in reversed(chain)]:
+        prefix = whole
+        if stops(operand, ctx.qualname):
+            return prefix
     return expr
-
-
-def _is_compiling_call(expr: cst.BaseExpression, ctx) -> bool:
-    return is_compiling_test(expr, ctx.qualname)
 
 
 def truth_leaves(expr: cst.BaseExpression, tested: bool) -> list[cst.BaseExpression]:

@@ -13,15 +13,24 @@ import libcst as cst
 def skipped_while_compiling(parents: Iterable[cst.CSTNode], qualname, node: Optional[cst.CSTNode] = None) -> bool:
     """True where Dynamo never goes: inside ``if not torch.compiler.is_compiling():`` (also as an
     ``and`` operand: ``if not is_torchdynamo_compiling() and x is None:``), the ``else`` of
-    ``if is_compiling():``, and after ``if is_compiling(): return ...`` in the same function.
+    ``if is_compiling():``, the same two arms of a conditional expression, the operands of an
+    ``and`` after one False while compiling (``not is_tracing(m) and m.any()``) or of an ``or``
+    after one True, and after ``if is_compiling(): return ...`` in the same function.
     ``parents`` run from the node outwards; pass the ``node`` itself when it may be a statement."""
     parents = tuple(parents)
     child = node
     for parent in parents:
-        if isinstance(parent, cst.If) and child is not None:
+        if isinstance(parent, (cst.If, cst.IfExp)) and child is not None:
             if child is parent.body and false_while_compiling(parent.test, qualname):
                 return True
             if child is parent.orelse and true_while_compiling(parent.test, qualname):
+                return True
+        if isinstance(parent, cst.BooleanOperation) and child is not None and child is parent.right:
+            if isinstance(parent.operator, cst.And) and false_while_compiling(parent.left, qualname):
+                return True
+            if isinstance(parent.operator, cst.Or) and _true_while_compiling(
+                parent.left, lambda e: true_while_compiling(e, qualname)
+            ):
                 return True
         child = parent
     return after_exit_while_compiling(parents, lambda expr: true_while_compiling(expr, qualname), node)
