@@ -881,3 +881,29 @@ class Net(nn.Module):
 """,
     })
     assert at(lint(root), "FL101") == []
+
+
+# docs/zoo-audit.md round 5 (transformers' evolla): a name that holds a list before it is re-bound to a
+# tensor is a list where it is tested (`if not kv:` is a Python truth test, no break). A read in a loop
+# that re-binds the name to a tensor sees the tensor of the previous iteration, so it stays flagged.
+def test_a_list_read_before_its_tensor_rebinding_is_not_a_tensor(tmp_path):
+    root = project(tmp_path, {"kv.py": HEAD + """
+        class Lists(nn.Module):
+            def forward(self, x, a_mask, b_mask=None):
+                kv = [a_mask, b_mask]
+                kv = [m for m in kv if m is not None]
+                if not kv:
+                    raise ValueError("need one")
+                kv = torch.cat(kv, dim=1)
+                return x * kv
+
+        class Loop(nn.Module):
+            def forward(self, x, steps=3):
+                acc = []
+                for _ in range(steps):
+                    if acc:
+                        x = x + 1
+                    acc = x.sum()
+                return x
+        """})
+    assert at(lint(root), "FL102") == [("kv.py", 16)]

@@ -10,7 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.walk import iter_nodes
+from fusionlint.analysis.walk import children, iter_nodes
 
 _BINDING_NODES = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.NamedExpr, cst.CompFor)
 
@@ -84,3 +84,111 @@ def sole_value(table: dict[str, list[Optional[cst.BaseExpression]]], name: str) 
     if values is None or len(values) != 1:
         return None
     return values[0]
+
+
+# Statements that bind a name other than by `name = value`: a read after them cannot be answered
+# from a list of assigned values.
+_OTHER_BINDERS = (cst.AugAssign, cst.For, cst.With, cst.NamedExpr, cst.CompFor, cst.ExceptHandler,
+                  cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal)
+
+
+_OTHER_BINDER_TYPES = frozenset(_OTHER_BINDERS)
+_LOOP_TYPES = frozenset({cst.For, cst.While})
+
+
+def _other_bound(node: cst.CSTNode) -> list[str]:
+    if isinstance(node, cst.With):
+        return [n for item in node.items if item.asname is not None for n in target_names(item.asname.name)]
+    if isinstance(node, cst.ExceptHandler):
+        return target_names(node.name.name) if node.name is not None else []
+    if isinstance(node, (cst.Import, cst.ImportFrom)):
+        if isinstance(node.names, cst.ImportStar):
+            return []
+        return [(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                 else dotted_head(a.name)) for a in node.names]
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return [node.name.value]
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return [n.name.value for n in node.names]
+    return target_names(node.target)
+
+
+def dotted_head(name: cst.BaseExpression) -> str:
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    return name.value if isinstance(name, cst.Name) else ""
+
+
+def reaching_plain_values(fn: cst.FunctionDef) -> dict[cst.Name, list[cst.BaseExpression]]:
+    """For each read of a local name in ``fn`` (not in nested defs, lambdas or classes): the values
+    of the plain ``name = value`` bindings that come before it in evaluation order (an assignment's
+    value is read before its target is bound). Without loops, only those can reach the read; the
+    bindings after it cannot, so ``kv = [a, b]; if not kv: ...; kv = torch.cat(kv)`` tests a list.
+
+    Left out, so the caller falls back to what it knows flow-insensitively: reads of names that any
+    other kind of binding also binds (``+=``, ``for``, ``with``, unpacking, imports, ...), reads
+    inside a loop that binds the name (a later binding reaches them in the next iteration), and
+    reads with no binding before them (a parameter, a global). A read of a parameter that is bound
+    again later maps to the values before it, possibly none: the caller adds the parameter itself."""
+    events: list[tuple[bool, cst.CSTNode, Optional[cst.BaseExpression], tuple]] = []  # (is_bind, name, value, loops)
+    other: set[str] = set()
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else (fn.body,)
+    stack: list[tuple[object, tuple]] = [(stmt, ()) for stmt in reversed(body)]
+    # dispatch on the exact type: this walk runs once per function with a re-bound name, and
+    # isinstance() against a tuple of libcst classes per node was most of its cost
+    other_binders, loop_kinds = _OTHER_BINDER_TYPES, _LOOP_TYPES
+    while stack:
+        item, loops = stack.pop()
+        if type(item) is tuple:  # a binding, queued after its value
+            events.append((True, item[0], item[1], loops))
+            continue
+        node = item
+        kind = type(node)
+        if kind is cst.Name:
+            events.append((False, node, None, loops))
+            continue
+        if kind is cst.Attribute:
+            stack.append((node.value, loops))  # `.attr` is no read of a local
+            continue
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            other.add(node.name.value)  # its body runs later (or in its own scope)
+            continue
+        if kind is cst.Lambda:
+            continue
+        if kind in other_binders:
+            other.update(_other_bound(node))
+        if (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:
+            targets = [t.target for t in node.targets] if kind is cst.Assign else [node.target]
+            queued: list = []
+            for target in targets:
+                if type(target) is cst.Name:
+                    queued.append(((target, node.value), loops))
+                else:
+                    other.update(target_names(target))
+                    queued.append((target, loops))  # `d[k] = v`, `self.x = v` read names
+            stack.extend(reversed(queued))
+            stack.append((node.value, loops))  # popped first: the value is evaluated first
+            continue
+        if kind is cst.Arg and node.keyword is not None:
+            stack.append((node.value, loops))  # `f(dim=d)`: `dim` is no read
+            continue
+        inner = loops + (node,) if kind in loop_kinds else loops
+        stack.extend((child, inner) for child in reversed(children(node)))
+    bound_in_loop: dict[int, set[str]] = {}
+    for is_bind, name, _, loops in events:
+        if is_bind:
+            for loop in loops:
+                bound_in_loop.setdefault(id(loop), set()).add(name.value)
+    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    earlier: dict[str, list[cst.BaseExpression]] = {}
+    out: dict[cst.Name, list[cst.BaseExpression]] = {}
+    for is_bind, name, value, loops in events:
+        n = name.value
+        if is_bind:
+            earlier.setdefault(n, []).append(value)
+        elif n not in other and (n in params or n in earlier) and not any(n in bound_in_loop.get(id(l), ()) for l in loops):
+            out[name] = list(earlier.get(n, ()))
+    # only names bound more than once (a parameter counts as one binding): a name bound once has one
+    # value everywhere, and the caller's flow-insensitive facts already say what it is
+    rebound = {n for n, values in earlier.items() if len(values) + (n in params) > 1}
+    return {read: values for read, values in out.items() if read.value in rebound and read.value not in other}

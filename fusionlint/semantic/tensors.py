@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.semantic.bindings import target_names
+from fusionlint.semantic.bindings import reaching_plain_values, target_names
 from fusionlint.semantic.guards import TENSOR, narrowed
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.literals import int_literal
@@ -189,12 +189,14 @@ class TensorFacts:
         self._tensor_memo: dict[cst.CSTNode, bool] = {}
         self._sequence_memo: dict[cst.CSTNode, bool] = {}
         self._guards: Optional[dict[cst.Name, str]] = None  # reads an isinstance/is None guard decides
-        # reads of a name inside the value of its own re-binding (``n = torch.arange(n)``) -> the
-        # bindings before it; filled on first use (``_before_rebinding``)
-        self._rebinding_reads: Optional[dict[cst.Name, tuple[bool, list[cst.BaseExpression]]]] = None
+        # reads of a name the function binds again (``n = torch.arange(n)``) -> the plain bindings
+        # before each; filled on first use (``_before_rebinding``)
+        self._rebinding_reads: Optional[dict[cst.Name, list[cst.BaseExpression]]] = None
         self._pairs: list = []
         self._params()
         self._tensor_params = frozenset(self.names)
+        params = self.fn.node.params
+        self._param_names = frozenset(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
         self._assignments()
         self._not_tensors_by_use()
 
@@ -409,46 +411,22 @@ class TensorFacts:
 
     # -- re-binding ---------------------------------------------------------------------------------
     def _before_rebinding(self, name: cst.Name) -> Optional[bool]:
-        """Is ``n`` a tensor where ``n = torch.linspace(0, 1, n + 1)`` reads it? The read sees the bindings
-        before that line: the parameter (``n=50``: a Python int) and earlier plain assignments. None when
-        that is not decidable that simply (the name is also bound by a loop, ``with``, unpacking or
-        ``+=``, the assignment sits in a loop, or nothing binds it before)."""
+        """Is ``n`` a tensor at this read of a name that the function binds again? The read sees the
+        bindings before it (``bindings.reaching_plain_values``): in ``n = torch.linspace(0, 1, n + 1)``
+        the parameter (``n=50``: a Python int); in ``kv = [a, b]; if not kv: ...; kv = torch.cat(kv)``
+        the list. None when that is not decidable that simply (see there)."""
+        n = name.value
+        values = self._bindings.get(n)
+        if values is None or len(values) + (n in self._param_names) < 2:
+            return None  # bound once: no history to follow (and no walk for most reads)
         if self._rebinding_reads is None:
-            self._rebinding_reads = self._collect_rebinding_reads()
-        found = self._rebinding_reads.get(name)
-        if found is None:
+            self._rebinding_reads = reaching_plain_values(self.fn.node)
+        earlier = self._rebinding_reads.get(name)
+        if earlier is None:
             return None
-        is_param, earlier = found
-        if is_param and name.value in self._tensor_params:
+        if n in self._tensor_params and n in self._param_names:
             return True
         return any(self.is_tensor(value) for value in earlier)
-
-    def _collect_rebinding_reads(self) -> dict[cst.Name, tuple[bool, list[cst.BaseExpression]]]:
-        fn = self.fn.node
-        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
-        in_loops = {
-            id(node.value)
-            for loop in iter_nodes(fn.body, (cst.For, cst.While))
-            for node in iter_nodes(loop.body, (cst.Assign,))
-        }
-        # names bound other than by a plain `name = value`: their history is not a list of values
-        other = {n for target, _ in self._fors for n in target_names(target)}
-        other |= {n for node in iter_nodes(fn.body, (cst.AugAssign, cst.With, cst.NamedExpr, cst.CompFor))
-                  for n in _bound_by(node)}
-        earlier: dict[str, list[cst.BaseExpression]] = {}
-        out: dict[cst.Name, tuple[bool, list[cst.BaseExpression]]] = {}
-        for target, value in self._pairs:
-            if not isinstance(target, cst.Name):
-                other.update(target_names(target))
-                continue
-            n = target.value
-            if n not in other and id(value) not in in_loops and (n in params or earlier.get(n)):
-                attrs = {id(a.attr) for a in iter_nodes(value, (cst.Attribute,))}
-                for read in iter_nodes(value, (cst.Name,)):
-                    if read.value == n and id(read) not in attrs:
-                        out[read] = (n in params, list(earlier.get(n, ())))
-            earlier.setdefault(n, []).append(value)
-        return {read: found for read, found in out.items() if read.value not in other}
 
     # -- guards ------------------------------------------------------------------------------------
     def guarded(self, name: cst.Name) -> Optional[str]:
