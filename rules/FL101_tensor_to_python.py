@@ -7,10 +7,12 @@ import libcst as cst
 from fusionlint.semantic.bindings import sole_value
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.semantic.guards import PYTHON
-from fusionlint.analysis.judge import TensorJudge
+from fusionlint.analysis.judge import TO_PYTHON_BREAKS, TensorJudge
 from fusionlint.rule import Effect, Invalid, Rule
 
-_METHODS = {"item": "GB0124", "tolist": "GB0109"}
+_METHODS = TO_PYTHON_BREAKS
+# the same methods of a numpy value (torch 2.13.0 CPU: `h.numpy().tolist()` GB0109, `.item()` GB0033)
+_NUMPY_BREAKS = {"item": "GB0033", "tolist": "GB0109"}
 _BUILTINS = ("float", "int", "bool", "complex")
 # `range(n)` and `items[i]` also take Python ints, so a tensor is claimed only when surely one (not an
 # unannotated parameter that nothing shows to be a tensor: transformers 5.24's
@@ -47,7 +49,8 @@ tensor (`self.experts[idx]`, `parts[lens.argmax()]`).
 
 ## Why is this bad?
 A Python number does not exist until the tensor's value has been computed, so Dynamo must stop
-the graph there (GB0124 for `.item()`/`float()`, GB0109 for `.tolist()`), run what it has, copy
+the graph there (GB0124 for `.item()`/`float()`; for `.tolist()` GB0109 on a float tensor and GB0033
+"Data dependent operator" on an integer or bool one), run what it has, copy
 the value to the host and resume in a new graph. Measured with torch 2.13.0 on CPU
 (`h * h.mean().item()`): 1 graph-break site, 4 compiled regions per forward instead of 1, and 4
 recompiles instead of 1 on a second input shape. On an H200 with torch 2.11 the same code
@@ -198,7 +201,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         if isinstance(func, cst.Attribute) and func.attr.value in _METHODS and not node.args:
             receiver = func.value
             if _numpy_of_tensor(receiver, ctx):
-                gb = "GB0109" if func.attr.value == "tolist" else "GB0033"
+                gb = _NUMPY_BREAKS[func.attr.value]
                 ctx.report(
                     node,
                     f"`.{func.attr.value}()` of a numpy value taken from a tensor (`.numpy()`) inside compiled "
@@ -221,7 +224,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
                 ctx.report(
                     node,
                     f"`.{func.attr.value}()` exists only on tensors and numpy values, and inside compiled code "
-                    f"it reads the value on the host: graph break ({gb} for a tensor, GB0033 for numpy)",
+                    f"it reads the value on the host: graph break ({gb}; {_NUMPY_BREAKS[func.attr.value]} for numpy)",
                 )
             return
         if isinstance(func, cst.Name) and func.value == "range" and ctx.qualname(func) == "range":

@@ -12,11 +12,11 @@ import libcst as cst
 
 from fusionlint.analysis.control_flow import ControlFlowChecker
 from fusionlint.analysis.dynamic_shapes import ShapeChecker
-from fusionlint.analysis.judge import Found, TensorJudge
+from fusionlint.analysis.judge import TO_PYTHON_BREAKS, Found, TensorJudge
 from fusionlint.analysis.side_effects import SideEffectChecker
 from fusionlint.rule import Applicability, Effect, Invalid, Rule
 
-_CONVERSION_METHODS = {"item": "GB0124", "tolist": "GB0109"}
+_CONVERSION_METHODS = TO_PYTHON_BREAKS
 _CONVERSION_BUILTINS = ("float", "int", "bool", "complex")
 
 

@@ -22,6 +22,11 @@ from fusionlint.semantic.tensors import NON_TENSOR_METHODS, TENSOR_ATTRS, torch_
 # side_effects) return; FL108 reports them inside autograd.Function bodies, the others elsewhere.
 Found = tuple[cst.CSTNode, str, Optional[object]]
 
+# The break that `.item()` / `.tolist()` of a tensor gives (FL101, FL108). Measured with torch 2.13.0 CPU:
+# `.tolist()` of a float tensor breaks as GB0109 "Tensor.tolist() with non-integer tensor", of an int64 or
+# bool tensor as GB0033 "Data dependent operator" (aten._local_scalar_dense); both read the value on the host.
+TO_PYTHON_BREAKS = {"item": "GB0124", "tolist": "GB0109 for a float tensor, GB0033 for an integer or bool one"}
+
 # Calls that turn tensor values into a Python bool by themselves (Dynamo: GB0033 "Data dependent operator").
 BOOL_FROM_VALUES = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
 BOOL_FROM_VALUES_METHODS = frozenset({"equal", "allclose", "is_nonzero"})
