@@ -907,3 +907,28 @@ def test_a_list_read_before_its_tensor_rebinding_is_not_a_tensor(tmp_path):
                 return x
         """})
     assert at(lint(root), "FL102") == [("kv.py", 16)]
+
+
+# docs/zoo-audit.md round 5, pattern 4 (qwen2.5-omni's AttentiveStatisticsPooling): every compiled call
+# passes `max_len=` a local bound once to a size, which is never None, so `if max_len is None:` is dead
+# there (measured, torch 2.13 CPU: 0 breaks). One call that leaves the default keeps the arm live.
+def test_a_none_default_that_every_caller_sets_to_a_size_rules_out_the_none_branch(tmp_path):
+    body = """
+            def _length_to_mask(self, length, max_len=None):
+                if max_len is None:
+                    max_len = length.max().item()
+                return torch.arange(max_len) < length.unsqueeze(1)
+    """
+    root = project(tmp_path, {"pool.py": HEAD + """
+        class Pool(nn.Module):""" + body + """
+            def forward(self, h):
+                n = h.shape[-1]
+                return h * self._length_to_mask(torch.ones(h.shape[0]) * n, max_len=n).unsqueeze(1)
+
+        class Open(nn.Module):""" + body + """
+            def forward(self, h):
+                n = h.shape[-1]
+                lengths = torch.ones(h.shape[0]) * n
+                return h * self._length_to_mask(lengths, max_len=n).unsqueeze(1) + self._length_to_mask(lengths).sum()
+        """})
+    assert at(lint(root), "FL101") == [("pool.py", 16)]

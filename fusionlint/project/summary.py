@@ -322,6 +322,23 @@ def _binds_name(target: ast.expr, name: str) -> bool:
     return False
 
 
+def _set_once_not_none(body_nodes: list[ast.AST]) -> frozenset[str]:
+    """Local names that one plain assignment binds, to a value that is never None (``_surely_not_none``),
+    and nothing else binds."""
+    count: dict[str, int] = {}
+    good: set[str] = set()
+    for b in body_nodes:
+        for target in _targets(b):
+            for x in ast.walk(target):
+                if isinstance(x, ast.Name):
+                    count[x.id] = count.get(x.id, 0) + 1
+        if isinstance(b, (ast.Assign, ast.AnnAssign)) and b.value is not None:
+            targets = b.targets if isinstance(b, ast.Assign) else [b.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and _surely_not_none(b.value):
+                good.add(targets[0].id)
+    return frozenset(n for n in good if count.get(n) == 1)
+
+
 def _targets(node: ast.AST) -> list[ast.expr]:
     """What an assignment, ``for``, ``:=`` or comprehension binds."""
     if isinstance(node, ast.Assign):
@@ -337,15 +354,40 @@ def _targets(node: ast.AST) -> list[ast.expr]:
 SIZE = "<torch.Size>"
 
 
-def _const(node: ast.expr, params: frozenset[str]):
+# What a call passes when the value is surely not ``None`` but no constant: a tensor's size along one
+# dimension (``x.shape[-1]``), arithmetic, a display. Decides only ``param is None`` / ``is not None``
+# in the callee (qwen2.5-omni's ``_length_to_mask(lengths, max_len=seq_length)`` with
+# ``seq_length = hidden_states.shape[-1]``: the ``if max_len is None:`` arm is never traced).
+NOT_NONE = "<not None>"
+
+
+def _const(node: ast.expr, params: frozenset[str], set_once: frozenset[str] = frozenset()):
     literal = _literal(node)
     if literal is not None:
         return literal
     if _is_size(node):
         return SIZE
-    if isinstance(node, ast.Name) and node.id in params:
-        return ("param", node.id)
-    return None
+    if isinstance(node, ast.Name):
+        if node.id in params:
+            return ("param", node.id)
+        return NOT_NONE if node.id in set_once else None
+    return NOT_NONE if _surely_not_none(node) else None
+
+
+def _surely_not_none(node: ast.expr) -> bool:
+    """A form whose value is never ``None``: a size along one dimension (``x.shape[i]``, ``x.size(i)``,
+    ``len(x)``, ``x.dim()``, ``x.numel()``), arithmetic or a comparison, a display, an f-string."""
+    if isinstance(node, (ast.BinOp, ast.Compare, ast.Tuple, ast.List, ast.Dict, ast.Set, ast.JoinedStr,
+                         ast.ListComp, ast.DictComp, ast.SetComp)):
+        return True
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+    if isinstance(node, ast.Call) and not node.keywords:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return func.attr in ("size", "dim", "numel") and len(node.args) <= 1
+        return isinstance(func, ast.Name) and func.id == "len" and len(node.args) == 1
+    return False
 
 
 def _is_size(node: ast.expr) -> bool:
@@ -552,6 +594,8 @@ class _Summarizer:
         # parameters never re-bound in the body: what a caller passes is what the branches test
         rebound = {x.id for b in body_nodes for t in _targets(b) for x in ast.walk(t) if isinstance(x, ast.Name)}
         fixed = frozenset(p.name for p in params) - rebound
+        # locals bound once, by a value that is never None: passed on, they still decide `is None` tests
+        set_once = _set_once_not_none(body_nodes) - {p.name for p in params}
         # `self.x = ...` and `self[i] = ...` change the object, not the name: its attributes' tests
         # are known (up to the first statement) unless `self` itself is bound to another object
         with_self = bool(params) and params[0].name == "self" and not static and not any(
@@ -563,7 +607,7 @@ class _Summarizer:
         if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
             skipped = {id(n) for st in eager for n in ast.walk(st) if isinstance(n, ast.Call)}
             traced = [c for c in calls if id(c) not in skipped]
-        sites = [s for s in (self._site(c, values, elements, fixed, conds) for c in traced) if s is not None]
+        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once) for c in traced) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
         returned = tuple(_shared(values.of(value)) for value in returns)
         items = _shared(_returned_items(returns, values, body_nodes)) if returns else None
@@ -580,7 +624,7 @@ class _Summarizer:
             self._function(inner, f"{qual}.<locals>.{inner.name}", cls, qual)
 
     def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str], fixed: frozenset[str] = frozenset(),
-              conds: Optional[dict] = None) -> Optional[CallSite]:
+              conds: Optional[dict] = None, set_once: frozenset[str] = frozenset()) -> Optional[CallSite]:
         func = call.func
         if isinstance(func, ast.Attribute):
             recv = func.value
@@ -614,8 +658,8 @@ class _Summarizer:
         consts = None
         if not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords):
             consts = _shared((
-                tuple(_const(a, fixed) for a in call.args),
-                tuple((k.arg, _const(k.value, fixed)) for k in call.keywords),
+                tuple(_const(a, fixed, set_once) for a in call.args),
+                tuple((k.arg, _const(k.value, fixed, set_once)) for k in call.keywords),
             ))
         found = (conds or {}).get(id(call), ())
         return CallSite(how, _name(target), args, kwargs, _line(call.lineno), _name(dotted(func) or ""), consts, found)
