@@ -340,7 +340,8 @@ def test_threshold_variants_reproduce_the_reference_facts_on_cpu():
     settings = Settings(root=ROOT)
     result = run([str(ROOT / "examples" / "threshold")], settings).result
     assert [(Path(f.path).name, f.code) for f in result.findings] == [("annealed.py", "FL203")]
-    units = orch.confirm_findings(result, settings=settings, device="cpu", use_cache=False, jobs=2)
+    # one worker: a second would import torch again for four small modules
+    units = orch.confirm_findings(result, settings=settings, device="cpu", use_cache=False, jobs=1)
     m = {Path(u.unit.abs_path).stem: u.worker["measurement"] for u in units}
     assert set(m) == {"constant", "annealed", "from_item", "buffer"}
     for calm in ("constant", "buffer"):

@@ -42,9 +42,11 @@ def test_odd_sources_agree(source):
     _agree(source)
 
 
-def test_half_the_repo_files_agree():
+def test_a_quarter_of_the_repo_files_agree():
     assert len(SOURCES) > 100
-    for path in SOURCES[::2]:  # half the repo's files (every file took 15 s of the suite)
+    # every fourth of the repo's files (their number grows with the repo: half of them took 15 s of the
+    # suite on the 2-core machine); the three tests below read other files, the ODD sources the edge cases
+    for path in SOURCES[::4]:
         _agree(path.read_text(encoding="utf-8"))
 
 
@@ -87,7 +89,7 @@ def test_odd_sources_agree_statement_by_statement(source):
 
 
 def test_statements_rendered_alone_agree_on_repo_files():
-    alone = sum(_statements_agree(p.read_text(encoding="utf-8")) for p in SOURCES[::7])
+    alone = sum(_statements_agree(p.read_text(encoding="utf-8")) for p in SOURCES[3::14])
     assert alone > 100  # most statements are found by their text
 
 
