@@ -119,6 +119,16 @@ def probe_torch(timeout: float = 120.0) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def device_info(requested: Optional[str], *, require_gpu: bool = False) -> dict:
+    """What ``resolve_device`` needs to know of torch: for the CPU, the installed version from package
+    metadata; otherwise ``probe_torch``. Nothing is asked of a fresh interpreter for the CPU: importing
+    torch there costs seconds, most of a run served from the cache, and a torch that cannot start shows
+    in each module's answer."""
+    if (requested or "").strip().lower() == "cpu" and not require_gpu:
+        return {"version": torch_version(), "cuda": False, "devices": []}
+    return probe_torch()
+
+
 def resolve_device(requested: Optional[str], info: dict, *, require_gpu: bool = False) -> str:
     req = (requested or "auto").strip().lower()
     if req not in ("auto", "cpu", "cuda") and not (req.startswith("cuda:") and req[5:].isdigit()):
@@ -482,12 +492,7 @@ def confirm_findings(
     from fusionlint.confirm.progress import as_progress
 
     check_available()
-    if (device or "").strip().lower() == "cpu" and not require_gpu:
-        # Nothing to ask a fresh interpreter: importing torch there costs seconds, which is most
-        # of a run served from the cache. A torch that cannot start shows in each module's answer.
-        info = {"version": torch_version(), "cuda": False, "devices": []}
-    else:
-        info = probe_torch()
+    info = device_info(device, require_gpu=require_gpu)
     device = resolve_device(device, info, require_gpu=require_gpu)
     cfg = dict(getattr(settings, "confirm", {}) or {})
     root = Path(getattr(settings, "root", Path.cwd()))

@@ -91,8 +91,7 @@ class Verifier:
         orch.check_available()
         self.settings = settings
         self.root = Path(getattr(settings, "root", Path.cwd()))
-        info = orch.probe_torch()
-        self.device = orch.resolve_device(device, info)
+        self.device = orch.resolve_device(device, orch.device_info(device))
         cfg = dict(getattr(settings, "confirm", {}) or {})
         self.timeout = float(timeout or cfg.get("timeout", orch.DEFAULT_TIMEOUT))
         self.memory_mb = int(cfg.get("memory-mb", cfg.get("memory_mb", orch.DEFAULT_MEMORY_MB)))
