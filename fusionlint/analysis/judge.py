@@ -251,9 +251,8 @@ def _traced_part(expr: cst.BaseExpression, ctx) -> cst.BaseExpression:
     while isinstance(node, cst.BooleanOperation) and type(node.operator) is op:
         chain.append(node)
         node = node.left
-    prefix: cst.BaseExpression = node  # the operands up to and including `operand`
-    for operand, whole in [(node, node)] + [(c.right, c) for c in reversed(chain)]:
-        prefix = whole
+    # each operand with the chain up to and including it
+    for operand, prefix in [(node, node)] + [(c.right, c) for c in reversed(chain)]:
         if stops(operand, ctx.qualname):
             return prefix
     return expr

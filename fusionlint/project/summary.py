@@ -322,21 +322,27 @@ def _binds_name(target: ast.expr, name: str) -> bool:
     return False
 
 
-def _set_once_not_none(body_nodes: list[ast.AST]) -> frozenset[str]:
-    """Local names that one plain assignment binds, to a value that is never None (``_surely_not_none``),
-    and nothing else binds."""
+def _binding_counts(body_nodes: list[ast.AST]) -> dict[str, int]:
+    """How many times the body's assignments, loops, ``:=`` and comprehensions bind each name."""
     count: dict[str, int] = {}
-    good: set[str] = set()
     for b in body_nodes:
         for target in _targets(b):
             for x in ast.walk(target):
                 if isinstance(x, ast.Name):
                     count[x.id] = count.get(x.id, 0) + 1
+    return count
+
+
+def _set_once_not_none(body_nodes: list[ast.AST], bound: dict[str, int]) -> frozenset[str]:
+    """Local names that one plain assignment binds, to a value that is never None (``_surely_not_none``),
+    and nothing else binds (``bound``: ``_binding_counts``)."""
+    good = set()
+    for b in body_nodes:
         if isinstance(b, (ast.Assign, ast.AnnAssign)) and b.value is not None:
             targets = b.targets if isinstance(b, ast.Assign) else [b.target]
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and _surely_not_none(b.value):
                 good.add(targets[0].id)
-    return frozenset(n for n in good if count.get(n) == 1)
+    return frozenset(n for n in good if bound.get(n) == 1)
 
 
 def _targets(node: ast.AST) -> list[ast.expr]:
@@ -592,10 +598,10 @@ class _Summarizer:
         values = function_values(node, names, aliases, body_nodes)
         elements = _loop_elements(body_nodes)
         # parameters never re-bound in the body: what a caller passes is what the branches test
-        rebound = {x.id for b in body_nodes for t in _targets(b) for x in ast.walk(t) if isinstance(x, ast.Name)}
-        fixed = frozenset(p.name for p in params) - rebound
+        bound = _binding_counts(body_nodes)
+        fixed = frozenset(p.name for p in params) - bound.keys()
         # locals bound once, by a value that is never None: passed on, they still decide `is None` tests
-        set_once = _set_once_not_none(body_nodes) - {p.name for p in params}
+        set_once = _set_once_not_none(body_nodes, bound) - {p.name for p in params}
         # `self.x = ...` and `self[i] = ...` change the object, not the name: its attributes' tests
         # are known (up to the first statement) unless `self` itself is bound to another object
         with_self = bool(params) and params[0].name == "self" and not static and not any(

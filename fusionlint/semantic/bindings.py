@@ -10,6 +10,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.names import dotted
 from fusionlint.analysis.walk import children, iter_nodes
 
 _BINDING_NODES = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.NamedExpr, cst.CompFor)
@@ -88,11 +89,8 @@ def sole_value(table: dict[str, list[Optional[cst.BaseExpression]]], name: str) 
 
 # Statements that bind a name other than by `name = value`: a read after them cannot be answered
 # from a list of assigned values.
-_OTHER_BINDERS = (cst.AugAssign, cst.For, cst.With, cst.NamedExpr, cst.CompFor, cst.ExceptHandler,
-                  cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal)
-
-
-_OTHER_BINDER_TYPES = frozenset(_OTHER_BINDERS)
+_OTHER_BINDER_TYPES = frozenset({cst.AugAssign, cst.For, cst.With, cst.NamedExpr, cst.CompFor, cst.ExceptHandler,
+                                 cst.Import, cst.ImportFrom, cst.FunctionDef, cst.ClassDef, cst.Global, cst.Nonlocal})
 _LOOP_TYPES = frozenset({cst.For, cst.While})
 
 
@@ -105,18 +103,12 @@ def _other_bound(node: cst.CSTNode) -> list[str]:
         if isinstance(node.names, cst.ImportStar):
             return []
         return [(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
-                 else dotted_head(a.name)) for a in node.names]
+                 else (dotted(a.name) or "").split(".", 1)[0]) for a in node.names]
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
         return [node.name.value]
     if isinstance(node, (cst.Global, cst.Nonlocal)):
         return [n.name.value for n in node.names]
     return target_names(node.target)
-
-
-def dotted_head(name: cst.BaseExpression) -> str:
-    while isinstance(name, cst.Attribute):
-        name = name.value
-    return name.value if isinstance(name, cst.Name) else ""
 
 
 def reaching_plain_values(fn: cst.FunctionDef) -> dict[cst.Name, list[cst.BaseExpression]]:
