@@ -11,6 +11,7 @@ error becomes an entry for that file carrying the rule's code, and the other rul
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
@@ -22,6 +23,7 @@ from fusionlint.analysis.context import LINE_REFS, NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
 from fusionlint.analysis.walk import forget_bodies, remember_bodies
 from fusionlint.analysis.dead_branches import dead_nodes
+from fusionlint.analysis.every_iteration import drop_reports_in_breaking_loops
 from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import cst_parse, torch_target
 from fusionlint.analysis.project import ProjectIndex
@@ -32,8 +34,8 @@ from fusionlint.incremental import GroupMemo
 from fusionlint.positions import Positions
 from fusionlint.project.link import apply_project
 from fusionlint.project.model import Project
-from fusionlint.registry import handled_node_types
-from fusionlint.rule import INTERNAL_ERROR_CODE, Edit, FileError, Finding, Fix, Rule
+from fusionlint.registry import all_rules, handled_node_types
+from fusionlint.rule import INTERNAL_ERROR_CODE, Edit, Effect, FileError, Finding, Fix, Rule
 from fusionlint.suppress import Suppressions
 
 # A file without any of these cannot contain code torch.compile traces (forward methods,
@@ -227,7 +229,10 @@ class Engine:
         self, module: cst.Module, rules: list[type[Rule]], path: str, sparse: bool, project, plan
     ) -> tuple[list[Report], list[_RuleCrash], RuleContext]:
         project = project if project is not None else self.project
-        wanted = frozenset().union(*(handled_node_types(r) for r in rules))
+        # the graph-break rules that were not asked for still tell which loops break on every
+        # iteration (a finding must not change with which other rules are selected)
+        evidence_rules = loop_break_evidence_rules(tuple(rules))
+        wanted = frozenset().union(*(handled_node_types(r) for r in (*rules, *evidence_rules)))
         index = Collector(wanted).collect(module)
         # what the methods the sparse plan left out would have told the collector
         inexact = sparse_mod.apply_facts(index, plan) if plan is not None else None
@@ -243,20 +248,18 @@ class Engine:
         eager = eager_nodes(index) | dead_nodes(index)
         crashes: list[_RuleCrash] = []
         for rule_cls in rules:
-            node: Optional[cst.CSTNode] = None
-            try:
-                rule = rule_cls()
-                compiled_only = rule.scope == "compiled"
-                for node_type in sorted(handled_node_types(rule_cls)):
-                    handler = getattr(rule, "visit_" + node_type)
-                    for rec in index.records.get(node_type, ()):
-                        if compiled_only and (rec.function is None or rec.function.frames is None or id(rec.node) in eager):
-                            continue
-                        node = rec.node
-                        ctx._point(rule, rec.node, rec.function, rec.cls, rec.parents)
-                        handler(rec.node, ctx)
-            except Exception as exc:  # a bug in this rule: it loses this file, the other rules do not
-                crashes.append(_RuleCrash(rule_cls, node, exc))
+            crash = _apply_rule(rule_cls, index, ctx, eager)
+            if crash is not None:  # a bug in this rule: it loses this file, the other rules do not
+                crashes.append(crash)
+        if evidence_rules and any(r.rule.void_in_breaking_loop for r in ctx.reports):
+            kept, ctx.reports = ctx.reports, []
+            for rule_cls in evidence_rules:
+                _apply_rule(rule_cls, index, ctx, eager)  # a crash here only loses evidence: the finding stays
+            evidence, ctx.reports = ctx.reports, kept
+        else:
+            evidence = []
+        # a loop whose every iteration breaks runs eagerly: what only its unrolling would cost cannot happen
+        ctx.reports = drop_reports_in_breaking_loops(ctx.reports, index, evidence)
         return ctx.reports, crashes, ctx
 
     def _to_findings(self, module: cst.Module, positions, reports: list[Report], path: str) -> list[Finding]:
@@ -292,6 +295,37 @@ class Engine:
             )
         findings.sort(key=lambda f: f.sort_key)
         return findings
+
+
+def _apply_rule(rule_cls: type[Rule], index, ctx: RuleContext, eager: frozenset[int]) -> Optional[_RuleCrash]:
+    """Run one rule's handlers over the collected nodes; its crash, if it raised."""
+    node: Optional[cst.CSTNode] = None
+    try:
+        rule = rule_cls()
+        compiled_only = rule.scope == "compiled"
+        for node_type in sorted(handled_node_types(rule_cls)):
+            handler = getattr(rule, "visit_" + node_type)
+            for rec in index.records.get(node_type, ()):
+                if compiled_only and (rec.function is None or rec.function.frames is None or id(rec.node) in eager):
+                    continue
+                node = rec.node
+                ctx._point(rule, rec.node, rec.function, rec.cls, rec.parents)
+                handler(rec.node, ctx)
+    except Exception as exc:
+        return _RuleCrash(rule_cls, node, exc)
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def loop_break_evidence_rules(rules: tuple[type[Rule], ...]) -> tuple[type[Rule], ...]:
+    """The default graph-break rules missing from ``rules``, when one of ``rules`` is void in a loop
+    that breaks on every iteration (fusionlint.analysis.every_iteration); else none."""
+    if not any(r.void_in_breaking_loop for r in rules):
+        return ()
+    return tuple(
+        r for r in all_rules().values()
+        if r not in rules and r.static and r.default_enabled and Effect.GRAPH_BREAK in r.effects
+    )
 
 
 def _message(report: Report, positions) -> str:

@@ -168,6 +168,10 @@ class Rule:
     static: ClassVar[bool] = True
     # The file is skipped before parsing unless it contains one of these substrings.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # True for a rule whose finding, reported on a ``for`` loop's iterable, claims a cost only the loop's
+    # unrolling has: the engine drops it when every iteration breaks the graph (Dynamo then runs the
+    # frame eagerly; fusionlint.analysis.every_iteration).
+    void_in_breaking_loop: ClassVar[bool] = False
 
     @classmethod
     def pins(cls, text: str, names: set, aliases: dict) -> bool:

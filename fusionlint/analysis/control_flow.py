@@ -8,6 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
+from fusionlint.analysis.conditions import dtype_condition
 from fusionlint.analysis.judge import BOOL_FROM_VALUES, BOOL_FROM_VALUES_METHODS, Found, TensorJudge, short, source
 from fusionlint.rule import Applicability
 
@@ -241,7 +242,4 @@ def _dtype_precondition(test: cst.BaseExpression, ctx) -> str:
         first = first.left
     if not _is_dtype_test(first):
         return ""
-    return (
-        f" when `{short(source(ctx, first))}` holds (Dynamo knows the dtype while tracing: otherwise the "
-        "tensor part is never evaluated and nothing breaks)"
-    )
+    return dtype_condition(short(source(ctx, first)))

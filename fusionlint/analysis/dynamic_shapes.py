@@ -8,6 +8,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from fusionlint.analysis.conditions import dynamic_condition
 from fusionlint.analysis.judge import Found, TensorJudge, short, source
 from fusionlint.analysis.scope import function_nodes
 
@@ -401,11 +402,10 @@ def _number(expr: cst.BaseExpression) -> bool:
 def _folded_message(node: cst.Call, text: Callable[[], str], call: cst.Call, names: list[str], ctx) -> Optional[Found]:
     if not names:  # torch of literal numbers only: a constant while tracing, never a break
         return None
-    which = ", ".join(f"`{n}`" for n in names)
     return (
         node,
         f"`{text()}` is sized by a tensor that `{short(source(ctx, call), 50)}` makes from Python numbers: "
-        f"graph break (GB0033) and a host sync once {which} {'are' if len(names) > 1 else 'is'} a dynamic size "
+        f"graph break (GB0033) and a host sync {dynamic_condition(names)} "
         "(`dynamic=True`, `mark_dynamic`, or a second length under automatic dynamic shapes); while it is a "
         "constant, Dynamo evaluates the call while tracing and nothing breaks; compute the size with Python "
         "arithmetic (`//`) instead",
