@@ -18,7 +18,7 @@ from fusionlint import cli_stdin as _stdin
 from fusionlint.config import ConfigError, Settings, load_settings
 from fusionlint.confirm.cli import ConfirmCLI, ConfirmCommand, ConfirmError, confirm_options, merge_command
 from fusionlint.files import UsageError, atomic_write
-from fusionlint.registry import RuleDefinitionError, all_rules
+from fusionlint.registry import RuleDefinitionError, RulesOnDemand, all_rules
 from fusionlint.report import FORMATS, renderer
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -132,7 +132,7 @@ def check(
     try:
         start = Path(targets[0])
         settings = load_settings(start if start.exists() else Path.cwd(), config_file=config_file, overrides=overrides)
-        rules = all_rules()
+        rules = RulesOnDemand()  # a warm cached run reports without importing the rules (or libcst)
         confirm = ConfirmCLI(confirm_kw, fix=fix or diff)  # --- confirm pass (fusionlint/confirm/cli.py)
         options = RunOptions(
             fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff, verify_fix=confirm.verify_hook(settings),
@@ -161,19 +161,22 @@ def check(
         raise click.exceptions.Exit(code)
 
     colored = fmt == "text" and use_color(color, output is None and sys.stdout.isatty())
-    rendered = renderer(fmt)(
-        result,
-        rules=rules,
-        root=settings.root,
-        tool_version=__version__,
-        options={
-            "color": colored,
-            "quiet": quiet,
-            "statistics": statistics,
-            "category": category,
-            "docs_url": settings.docs_url,
-        },
-    )
+    try:
+        rendered = renderer(fmt)(
+            result,
+            rules=rules,
+            root=settings.root,
+            tool_version=__version__,
+            options={
+                "color": colored,
+                "quiet": quiet,
+                "statistics": statistics,
+                "category": category,
+                "docs_url": settings.docs_url,
+            },
+        )
+    except RuleDefinitionError as exc:
+        raise _fail(f"broken rule definition: {exc}")
     try:
         _emit(rendered, output, color=colored)
     except OSError as exc:

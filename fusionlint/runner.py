@@ -10,21 +10,23 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from fusionlint import config as config_mod
 from fusionlint import torch_target
-from fusionlint.analysis.project import ProjectIndex
 from fusionlint.cache.session import CacheSession
 from fusionlint.config import Settings
-from fusionlint.engine import Engine
-from fusionlint.files import SourceError, Snapshot, UsageError, WriteRefused, discover, display_path, read_source_encoded, write_fixed
-from fusionlint.fixes import fix_source
+from fusionlint.files import (
+    DisplayPaths, SourceError, Snapshot, UsageError, WriteRefused, discover, read_source_encoded, write_fixed,
+)
 from fusionlint.lines import split_lines
-from fusionlint.project.model import Project
 from fusionlint.project.scope import index_scope
 from fusionlint.registry import all_rules, unknown_selectors
 from fusionlint.rule import INTERNAL_ERROR_CODE, FileError, Finding, Rule, RunResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fusionlint.engine import Engine
+    from fusionlint.project.model import Project
 
 
 @dataclass
@@ -75,7 +77,8 @@ def enabled_rules(settings: Settings) -> list[type[Rule]]:
 
 
 def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()) -> Run:
-    rules = enabled_rules(settings)
+    if not options.cache or options.fix:  # the selection's errors before any file is read
+        rules = enabled_rules(settings)
     files, errors = discover(
         paths,
         root=settings.root,
@@ -87,17 +90,25 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     torch_version = torch_target.resolve(settings.target_torch)
     out.result.target_torch = torch_target.format_version(torch_version)
     # --- findings cache (fusionlint/cache): files whose entry holds for this very tree
-    cache = CacheSession(settings, rules, torch_version) if options.cache and not options.fix else None
+    cache = CacheSession(settings, torch_version) if options.cache and not options.fix else None
     served: dict[Path, Run] = {}
     if cache is not None:
         cache.scan(files, [str(p) for p in paths])
         served = cache.served_as_is(files)
-        if len(served) == len(files):  # an unchanged tree: nothing to read, index or lint
+        if files and len(served) == len(files):  # an unchanged tree: nothing to read, index or lint
             out.result.paths.extend(cache.resolved(path) for path in files if path not in cache.unreadable)
             _merge(out, [served[path] for path in files])
             cache.finish()
             return out
+        # only now: an unchanged tree is served without importing the rules (and libcst), and
+        # entries exist only for settings whose selection was valid, so nothing is left unchecked
+        rules = enabled_rules(settings)
     # --- end findings cache
+    # the analysis (and libcst under it) is imported only by a run that has files to analyse
+    from fusionlint.analysis.project import ProjectIndex
+    from fusionlint.engine import Engine
+    from fusionlint.project.model import Project
+
     # Streamed: each file's text is read, indexed and summarised here, then dropped; linting reads it
     # again (a file changed in between is that file's error). Keeping every text until the end made
     # the peak memory grow with the corpus (109 MB of text on the zoo).
@@ -105,8 +116,9 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     snapshots: dict[Path, Snapshot] = {}
     project = ProjectIndex()
     model = Project()
+    shown_as = DisplayPaths(settings.root)
     for path in files:
-        shown = display_path(path, settings.root)
+        shown = shown_as(path)
         if cache is not None and cache.add_unread(model, project, shown, path, reread=_Reread(path)):
             sources.append(_Source(path, shown, "", None))  # read only if it is linted (below)
             out.result.paths.append(cache.resolved(path))
@@ -184,8 +196,9 @@ def _semantic_model(model: Project, settings: Settings, paths: Sequence[str] = (
         )
     except (OSError, ValueError, UsageError):  # an unreadable root: the linted files alone
         return model
+    shown_as = DisplayPaths(settings.root)
     for path in everything:
-        shown = display_path(path, settings.root)
+        shown = shown_as(path)
         if model.has(shown) or path.suffix != ".py":
             continue
         try:
@@ -403,6 +416,8 @@ class _WritableArea:
 def _fix_file(target: _FixTarget, findings: list[Finding], lint, options: RunOptions, out: Run) -> list[Finding]:
     path, shown, text = target.path, target.shown, target.text
     try:
+        from fusionlint.fixes import fix_source
+
         outcome = fix_source(text, lint, unsafe=options.unsafe_fixes, findings=findings)
     except _LintFailed as failed:  # a fix produced something our own parser rejects
         out.result.errors.append(FileError(shown, f"fix not applied: {failed.error.message}", failed.error.line))

@@ -268,7 +268,7 @@ def test_module_names_are_the_project_models(tmp_path):
     for rel in ("pkg/__init__.py", "pkg/sub/__init__.py", "pkg/sub/mod.py", "pkg/loose/mod.py", "top.py", "pkg/a.b.py"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("")
-    session = CacheSession(load_settings(tmp_path), [], (2, 13))
+    session = CacheSession(load_settings(tmp_path), (2, 13))
     for path in [*tmp_path.rglob("*.py"), *(p.relative_to(tmp_path) for p in tmp_path.rglob("*.py"))]:
         if not path.is_absolute():
             os.chdir(tmp_path)
@@ -574,3 +574,29 @@ def test_entries_live_in_one_folder_per_build_and_idle_builds_go(tmp_path):
     assert recent.exists() and generation.exists()
     assert time.time() - generation.stat().st_mtime < 3600  # marked used
     assert _found(_run(root)) == before
+
+
+_CLI_IN_PROCESS = (
+    "import sys\nfrom fusionlint.cli import main\n"
+    "try:\n    main(['check', sys.argv[1], '--format', 'json', '--exit-zero', *sys.argv[2:]])\n"
+    "except SystemExit as exc:\n    code = exc.code\n"
+    "print('IMPORTED', 'libcst' in sys.modules, any(m.startswith('fusionlint.rules.') for m in sys.modules),"
+    " code, file=sys.stderr)\n"
+)
+
+
+def _cli_process(root: Path, *args: str) -> tuple[str, str]:
+    done = subprocess.run([sys.executable, "-c", _CLI_IN_PROCESS, str(root), *args], capture_output=True, text=True)
+    return done.stdout, done.stderr.strip().splitlines()[-1]
+
+
+def test_a_warm_run_imports_neither_the_rules_nor_libcst_and_still_checks_the_selection(tmp_path):
+    root = _project(tmp_path)
+    cold, cold_imports = _cli_process(root)
+    warm, warm_imports = _cli_process(root)
+    assert cold_imports == "IMPORTED True True 0"
+    assert warm_imports == "IMPORTED False False 0"
+    assert json.loads(warm) == json.loads(cold) and json.loads(warm)["findings"]
+    # a selection naming no rule is still an error with a cache present (its settings have no entries)
+    _, bad = _cli_process(root, "--select", "FL999")
+    assert bad == "IMPORTED True True 2"

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 DIRNAME = ".fusionlint_cache"
 # Bumped whenever the layout or any pickled class changes shape: older files then read as absent.
-FORMAT = b"fusionlint-cache 2\n"
+FORMAT = b"fusionlint-cache 3\n"  # 3: an entry's questions are kept as pickled bytes (see session.end)
 _DIGEST_SIZE = 16
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
