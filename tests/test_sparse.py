@@ -34,7 +34,7 @@ def _finding_rows(result):
 def _run(root: Path, monkeypatch, *, use_sparse: bool, fix: bool = False):
     engine = functools.partial(engine_mod.Engine, sparse=use_sparse)
     with monkeypatch.context() as m:
-        m.setattr(runner, "Engine", engine)
+        m.setattr(engine_mod, "Engine", engine)  # the runner imports it when a run has files to analyse
         outcome = runner.run([str(root)], Settings(root=root, select=["ALL"]), RunOptions(fix=fix, diff=fix, jobs=1, unsafe_fixes=fix))
     return outcome
 
