@@ -163,6 +163,9 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     fix_applicability: ClassVar[Optional[Applicability]] = None  # None: no fix offered
     scope: ClassVar[str] = "compiled"  # "compiled" or "file"
+    # True for a rule whose finding stands on a value being a tensor (`if mask:`, `int(n)`): its message
+    # ends with why the semantic model says so ("`mask` is a tensor: assigned `x > 0` in Net.forward")
+    explains_tensors: ClassVar[bool] = False
     # False for rules whose findings come only from the confirm pass (FL900): they have no
     # VALID/INVALID examples to run statically.
     static: ClassVar[bool] = True

@@ -36,6 +36,7 @@ class TensorToPython(Rule):
     name = "tensor-to-python"
     message = "tensor converted to a Python value inside compiled code: graph break and host sync"
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
+    explains_tensors = True
     triggers = (".item(", ".tolist(", "float(", "int(", "bool(", "complex(", "range(", "[")
     gb_ids = ("GB0124", "GB0109", "GB0059")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")

@@ -16,6 +16,7 @@ class DataDependentControlFlow(Rule):
     name = "data-dependent-control-flow"
     message = "control flow on a tensor value inside compiled code: graph break and host sync"
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
+    explains_tensors = True
     fix_applicability = Applicability.UNSAFE
     triggers = ("if ", "while ", "assert ", " and ", " or ", "not ", "equal(", "allclose(", "is_nonzero(")
     gb_ids = ("GB0170", "GB0033")

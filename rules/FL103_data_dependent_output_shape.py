@@ -17,6 +17,7 @@ class DataDependentOutputShape(Rule):
     name = "data-dependent-output-shape"
     message = "op with a data-dependent output shape inside compiled code: graph break and host sync"
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
+    explains_tensors = True
     triggers = (
         "[", "nonzero", "argwhere", "masked_select", "unique", "bincount", "where(", "repeat_interleave",
         "arange(", "zeros(", "ones(", "empty(", "full(", "rand", "linspace(", "narrow(", "one_hot(", "div(",

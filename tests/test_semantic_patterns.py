@@ -932,3 +932,54 @@ def test_a_none_default_that_every_caller_sets_to_a_size_rules_out_the_none_bran
                 return h * self._length_to_mask(lengths, max_len=n).unsqueeze(1) + self._length_to_mask(lengths).sum()
         """})
     assert at(lint(root), "FL101") == [("pool.py", 16)]
+
+
+def test_a_finding_says_why_its_value_is_a_tensor(tmp_path):
+    # each way the function's tensor facts know a name: an assignment, a tuple unpacked from a tensor,
+    # a loop over one, an annotated parameter of a compiled helper, forward's plain parameter
+    root = project(tmp_path, {"net.py": HEAD + """
+        def helper(t: torch.Tensor, k):
+            return int(t.sum())
+
+        class Net(nn.Module):
+            def forward(self, x, valid, lens):
+                mask = x > 0
+                if mask.any():
+                    x = x + 1
+                q, k = x.unbind(0)
+                s = q.std().item()
+                for row in x:
+                    if row.max() > 0:
+                        x = x * 2
+                if valid.all():
+                    x = x - 1
+                if lens.any():
+                    x = x - 2
+                return helper(x, 2) + s
+            """})
+    found = {f.line: f.message for f in lint(root) if f.code in ("FL101", "FL102")}
+    why = {line: message.rsplit(" (", 1)[-1] for line, message in found.items()}
+    assert why == {
+        4: "`t` is a tensor: parameter of helper annotated `torch.Tensor`)",
+        9: "`mask` is a tensor: assigned `x > 0` in Net.forward)",
+        12: "`q` is a tensor: unpacked from `x.unbind(0)` in Net.forward)",
+        14: "`row` is a tensor: loop variable over `x` in Net.forward)",
+        16: "`valid` is a tensor: parameter of Net.forward, whose parameters are tensors unless a default, "
+            "an annotation or a use says otherwise)",
+        # a name that reads like a length is not taken for a tensor by its name; the project model's
+        # use of it is why
+        18: "`lens` is a tensor: parameter of Net.forward, used as one)",
+    }, found
+
+
+def test_a_rule_not_about_tensors_gives_no_tensor_reason(tmp_path):
+    # FL104 flags print() whatever it prints: a tensor argument is not why
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Net(nn.Module):
+            def forward(self, x):
+                y = x * 2
+                print(y)
+                return y
+            """})
+    found = [f for f in lint(root) if f.code == "FL104"]
+    assert len(found) == 1 and "is a tensor" not in found[0].message, found

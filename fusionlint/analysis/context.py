@@ -268,8 +268,20 @@ class RuleContext:
 
     def _why_tensor(self, node: cst.CSTNode) -> Optional[str]:
         """"`lens` is a tensor: passed from Net.forward at net.py:12" when the finding reads a parameter
-        that only the project model knows to be a tensor."""
+        that only the project model knows to be a tensor; for a rule that ``explains_tensors``, the
+        first name of the node (in source order) that the function's tensor facts hold, with why."""
         fn = self.function
+        if fn is not None and self._rule is not None and self._rule.explains_tensors:
+            facts = self.facts(fn)
+            attrs = {id(a.attr) for a in iter_nodes(node, (cst.Attribute,), into_nested_defs=True)}
+            names = [n for n in iter_nodes(node, (cst.Name,), into_nested_defs=True) if id(n) not in attrs]
+            if isinstance(node, cst.Name):
+                names.append(node)
+            for name in names:
+                why = facts.why(name.value)
+                if why:
+                    return f"`{name.value}` is a tensor: {why}"
+            return None
         known = fn.tensor_params if fn is not None else None
         if not known:
             return None

@@ -178,6 +178,8 @@ class TensorFacts:
         self.sequences: set[str] = set()
         # names used with something torch.Tensor does not have (``cache.get_seq_length()``): never tensors
         self._blocked: set[str] = set()
+        # name -> why it is a tensor, the first reason found: a sentence, or (what, node) rendered by ``why``
+        self._why: dict[str, object] = {}
         self._bindings: dict[str, list[cst.BaseExpression]] = {}
         # names bound to a submodule's output (``outputs = self.model(x)``): ``outputs[0]`` is a tensor
         # even when ``outputs`` itself is a ModelOutput or a tuple
@@ -215,7 +217,7 @@ class TensorFacts:
             default = param.default
             if says is True:
                 if not _literal_default(default):  # `output_attentions: torch.Tensor | None = False`
-                    self._add(param.name.value)
+                    self._add(param.name.value, ("annotated", param.annotation.annotation))
                 continue
             if says is False or not entry:
                 continue
@@ -223,17 +225,39 @@ class TensorFacts:
                 continue  # `scale=1.0`, `dim=-1`, `causal=False`: configuration, not a tensor
             if _NON_TENSOR_PARAM.search(param.name.value):
                 continue
-            self._add(param.name.value)
-        for name in fn.tensor_params:  # the project model: passed a tensor by a compiled caller, or used as one
-            self._add(name)
+            self._add(param.name.value, f"parameter of {fn.qualname}, whose parameters are tensors unless a default, "
+                                        "an annotation or a use says otherwise")
+        for name, where in fn.tensor_params.items():  # the project model: passed a tensor by a compiled caller, or used as one
+            self._add(name, where)
         star = fn.node.params.star_arg
         if entry and isinstance(star, cst.Param) and _annotation_says_tensor(star.annotation) is not False:
-            self._add(star.name.value)  # *args of a compiled function: tensors
+            self._add(star.name.value, f"*{star.name.value} of {fn.qualname}, whose positional arguments are tensors")
 
-    def _add(self, name: str) -> None:
+    def _add(self, name: str, why: object = None) -> None:
         if name not in self._blocked and name not in self.names:
             self.names.add(name)
+            if why is not None:
+                self._why.setdefault(name, why)
             self._facts_changed()
+
+    def why(self, name: str) -> Optional[str]:
+        """Why ``name`` is a tensor in this function ("assigned `x.sum(-1)` in Net.forward"), or None
+        when it is not one (or the reason was not recorded)."""
+        if name not in self.names:
+            return None
+        why = self._why.get(name)
+        if why is None or isinstance(why, str):
+            return why
+        what, node = why
+        code = _short_code(node)
+        qualname = self.fn.qualname
+        if what == "annotated":
+            return f"parameter of {qualname} annotated `{code}`"
+        if what == "iterates":
+            return f"loop variable over `{code}` in {qualname}"
+        if what == "unpacked":
+            return f"unpacked from `{code}` in {qualname}"
+        return f"assigned `{code}` in {qualname}"
 
     def _facts_changed(self) -> None:
         self._tensor_memo.clear()
@@ -275,7 +299,7 @@ class TensorFacts:
                 self._bind(target, value)
             for target, iterable in fors:
                 if isinstance(target, cst.Name) and (self.is_tensor(iterable) or self.is_sequence(iterable)):
-                    self._add(target.value)
+                    self._add(target.value, ("iterates", iterable))
             if len(self.names) + len(self.sequences) == before:
                 break
 
@@ -299,7 +323,7 @@ class TensorFacts:
             self._facts_changed()
         if blocked:
             self._blocked = blocked
-            self.names, self.sequences = set(), set()
+            self.names, self.sequences, self._why = set(), set(), {}
             self._facts_changed()
             self._params()
             self._fixpoint()
@@ -325,7 +349,7 @@ class TensorFacts:
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
             if self.is_tensor(value):
-                self._add(target.value)
+                self._add(target.value, ("assigned", value))
             elif self.is_sequence(value) and target.value not in self._blocked and target.value not in self.sequences:
                 self.sequences.add(target.value)
                 self._facts_changed()
@@ -342,9 +366,9 @@ class TensorFacts:
                     if i in not_tensors:
                         continue
                     if isinstance(t, cst.Name):
-                        self._add(t.value)
+                        self._add(t.value, ("unpacked", value))
                     elif isinstance(t, cst.StarredElement) and isinstance(t.value, cst.Name):
-                        self._add(t.value.value)
+                        self._add(t.value.value, ("unpacked", value))
 
     def _non_tensor_items(self, value: cst.BaseExpression, targets: list) -> frozenset[int]:
         """Positions of ``targets`` that ``value``, a call of a project submodule whose forward returns
@@ -544,6 +568,15 @@ class TensorFacts:
 
 
 _PYTHON_BUILTINS = frozenset({"int", "float", "bool", "str", "len", "list", "tuple", "dict", "range", "round"})
+
+
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def _short_code(node: cst.CSTNode, limit: int = 60) -> str:
+    """``node``'s source on one line, cut at ``limit`` characters (for a finding's message)."""
+    code = " ".join(_EMPTY_MODULE.code_for_node(node).split())
+    return code if len(code) <= limit else code[: limit - 1] + "…"
 
 
 def _python_valued(value: cst.BaseExpression) -> bool:
