@@ -7,8 +7,8 @@
     python bench/recall.py --rescore bench/results/recall-2025-01-01.json
     python bench/recall.py --rescore --conditional [--only NAME]   # + the conditional passes
 
-It creates its own venv in .bench/venv (git-ignored) with pinned torch (CPU), timm, transformers, MONAI
-and this checkout of fusionlint (`pip install -e .`, so the static pass runs on the current sources),
+It creates its own venv in .bench/venv (git-ignored) with pinned torch (CPU), timm, transformers, MONAI,
+diffusers and this checkout of fusionlint (`pip install -e .`, so the static pass runs on the current sources),
 builds each model with random weights, and records with Dynamo's `eager` backend every graph-break
 site (innermost frame inside the model package, from the `graph_breaks` log) and every recompile (with
 the failed guard's source line, from the `recompiles` log; for a failed input-size guard, the package
@@ -68,6 +68,7 @@ PINS = [
     "transformers==5.24.0",
     "monai==1.6.1",
     "einops==0.8.2",
+    "diffusers==0.42.1",
 ]
 NO_DEPS_PINS = ["timm==1.0.31"]
 
@@ -97,7 +98,7 @@ def venv_facts() -> dict:
     code = (
         "import importlib.metadata as m, json, sysconfig;"
         "print(json.dumps({'site': sysconfig.get_paths()['purelib'], 'versions': {p: m.version(p) for p in "
-        "('torch', 'timm', 'transformers', 'monai', 'fusionlint')}}))"
+        "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
@@ -350,7 +351,8 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
     out = [
         f"# fusionlint recall on real models ({raw['date']}; scored {datetime.date.today().isoformat()})",
         f"torch {v['torch']} CPU, Dynamo backend 'eager'; timm {v['timm']}, transformers {v['transformers']}, "
-        f"MONAI {v['monai']}; fusionlint {v['fusionlint']} (this checkout)",
+        f"MONAI {v['monai']}" + (f", diffusers {v['diffusers']}" if v.get("diffusers") else "")
+        + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",
         f"static pass: {len(findings)} findings with --select ALL, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-PACKAGES = ("timm", "transformers", "monai")
+PACKAGES = ("timm", "transformers", "monai", "diffusers")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -46,6 +46,13 @@ VarFullyConnectedNet AutoencoderKL DiffusionModelUNet PatchDiscriminator VQVAE D
 DecoderOnlyTransformer
 """.split()
 
+# diffusers (no weights downloaded: each config is made in code, tiny)
+DIFFUSERS = """
+UNet2DModel UNet2DConditionModel AutoencoderKL VQModel DiTTransformer2DModel SD3Transformer2DModel
+FluxTransformer2DModel PixArtTransformer2DModel WanTransformer3DModel LTXVideoTransformer3DModel
+HunyuanVideoTransformer3DModel CogVideoXTransformer3DModel
+""".split()
+
 
 def all_names() -> list[str]:
     names = [f"timm:{n}" for n in TIMM]
@@ -53,6 +60,7 @@ def all_names() -> list[str]:
     names += [f"transformers-s2s:{n}" for n in TRANSFORMERS_SEQ2SEQ]
     names += [f"transformers-vision:{n}" for n in TRANSFORMERS_VISION]
     names += [f"monai:{n}" for n in MONAI]
+    names += [f"diffusers:{n}" for n in DIFFUSERS]
     return names
 
 
@@ -75,6 +83,7 @@ def build(name: str) -> Built:
         "transformers-s2s": _hf_seq2seq,
         "transformers-vision": _hf_vision,
         "monai": _monai,
+        "diffusers": _diffusers,
     }[family](model)
 
 
@@ -364,3 +373,111 @@ def _monai(name: str) -> Built:
         return (torch.randn(b, chans, s, s),), {}
 
     return Built(model, sizes, make)
+
+
+# ---------------------------------------------------------------- diffusers
+
+
+def _diffusers(name: str) -> Built:
+    import diffusers as d
+    import torch
+
+    def steps(b: int):
+        return torch.randint(1, 1000, (b,))
+
+    # name -> (constructor, sizes, inputs for (batch, size)); sizes are spatial sizes, or (Flux) image tokens
+    unet_blocks = dict(block_out_channels=(32, 64), layers_per_block=1, norm_num_groups=8)
+    vae_blocks = dict(
+        in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
+        up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(32, 64), norm_num_groups=8,
+    )
+    specs: dict[str, tuple[Callable[[], Any], list[int], Callable[[int, int], tuple[tuple, dict]]]] = {
+        "UNet2DModel": (
+            lambda: d.UNet2DModel(sample_size=16, in_channels=3, out_channels=3, down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                                  up_block_types=("AttnUpBlock2D", "UpBlock2D"), attention_head_dim=8, **unet_blocks),
+            [16, 24, 32],
+            lambda b, s: ((torch.randn(b, 3, s, s), steps(b)), {}),
+        ),
+        "UNet2DConditionModel": (
+            lambda: d.UNet2DConditionModel(sample_size=16, in_channels=4, out_channels=4, cross_attention_dim=32, attention_head_dim=8,
+                                           down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                                           up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), **unet_blocks),
+            [16, 24, 32],
+            lambda b, s: ((torch.randn(b, 4, s, s), steps(b), torch.randn(b, 7, 32)), {}),
+        ),
+        "AutoencoderKL": (
+            lambda: d.AutoencoderKL(latent_channels=4, **vae_blocks),
+            [16, 24, 32],
+            lambda b, s: ((torch.randn(b, 3, s, s),), {}),
+        ),
+        "VQModel": (
+            lambda: d.VQModel(latent_channels=3, num_vq_embeddings=16, vq_embed_dim=3, **vae_blocks),
+            [16, 24, 32],
+            lambda b, s: ((torch.randn(b, 3, s, s),), {}),
+        ),
+        "DiTTransformer2DModel": (
+            lambda: d.DiTTransformer2DModel(num_attention_heads=2, attention_head_dim=8, in_channels=4, out_channels=8, num_layers=2,
+                                            sample_size=8, patch_size=2, norm_num_groups=8, num_embeds_ada_norm=10),
+            [8, 12, 16],
+            lambda b, s: ((torch.randn(b, 4, s, s),), {"timestep": steps(b), "class_labels": torch.randint(0, 10, (b,))}),
+        ),
+        "SD3Transformer2DModel": (
+            lambda: d.SD3Transformer2DModel(sample_size=8, patch_size=2, in_channels=4, num_layers=2, attention_head_dim=8,
+                                            num_attention_heads=2, joint_attention_dim=16, caption_projection_dim=16,
+                                            pooled_projection_dim=8, out_channels=4, pos_embed_max_size=16),
+            [8, 12, 16],
+            lambda b, s: ((torch.randn(b, 4, s, s), torch.randn(b, 5, 16), torch.randn(b, 8), steps(b)), {}),
+        ),
+        "FluxTransformer2DModel": (
+            lambda: d.FluxTransformer2DModel(patch_size=1, in_channels=4, num_layers=1, num_single_layers=1, attention_head_dim=16,
+                                             num_attention_heads=2, joint_attention_dim=32, pooled_projection_dim=32,
+                                             axes_dims_rope=(4, 4, 8)),
+            [16, 24, 32],
+            lambda b, s: ((torch.randn(b, s, 4),), dict(
+                encoder_hidden_states=torch.randn(b, 8, 32), pooled_projections=torch.randn(b, 32),
+                timestep=torch.rand(b), img_ids=torch.randn(s, 3), txt_ids=torch.randn(8, 3))),
+        ),
+        "PixArtTransformer2DModel": (
+            lambda: d.PixArtTransformer2DModel(sample_size=8, num_layers=1, patch_size=2, attention_head_dim=8, num_attention_heads=2,
+                                               caption_channels=16, in_channels=4, cross_attention_dim=16, out_channels=8,
+                                               attention_bias=True, activation_fn="gelu-approximate", num_embeds_ada_norm=1000,
+                                               norm_type="ada_norm_single", norm_elementwise_affine=False, norm_eps=1e-6),
+            [8, 12, 16],
+            lambda b, s: ((torch.randn(b, 4, s, s),), dict(
+                encoder_hidden_states=torch.randn(b, 5, 16), timestep=steps(b),
+                added_cond_kwargs={"aspect_ratio": None, "resolution": None})),
+        ),
+        "WanTransformer3DModel": (
+            lambda: d.WanTransformer3DModel(patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=4,
+                                            out_channels=4, text_dim=16, freq_dim=32, ffn_dim=32, num_layers=2, cross_attn_norm=True,
+                                            qk_norm="rms_norm_across_heads", rope_max_seq_len=32),
+            [8, 12, 16],
+            lambda b, s: ((torch.randn(b, 4, 2, s, s), steps(b), torch.randn(b, 5, 16)), {}),
+        ),
+        "LTXVideoTransformer3DModel": (
+            lambda: d.LTXVideoTransformer3DModel(in_channels=4, out_channels=4, num_attention_heads=2, attention_head_dim=8,
+                                                 cross_attention_dim=16, num_layers=1, caption_channels=16,
+                                                 qk_norm="rms_norm_across_heads"),
+            [4, 6, 8],
+            lambda b, s: ((torch.randn(b, s * s, 4), torch.randn(b, 5, 16), steps(b)), dict(
+                encoder_attention_mask=torch.ones(b, 5), num_frames=1, height=s, width=s)),
+        ),
+        "HunyuanVideoTransformer3DModel": (
+            lambda: d.HunyuanVideoTransformer3DModel(in_channels=4, out_channels=4, num_attention_heads=2, attention_head_dim=10,
+                                                     num_layers=1, num_single_layers=1, num_refiner_layers=1, patch_size=1,
+                                                     patch_size_t=1, guidance_embeds=True, text_embed_dim=16,
+                                                     pooled_projection_dim=8, rope_axes_dim=(2, 4, 4)),
+            [8, 12, 16],
+            lambda b, s: ((torch.randn(b, 4, 1, s, s), steps(b), torch.randn(b, 5, 16), torch.ones(b, 5), torch.randn(b, 8)),
+                          dict(guidance=torch.full((b,), 1000.0))),
+        ),
+        "CogVideoXTransformer3DModel": (
+            lambda: d.CogVideoXTransformer3DModel(num_attention_heads=2, attention_head_dim=8, in_channels=4, out_channels=4,
+                                                  time_embed_dim=2, text_embed_dim=16, num_layers=1, sample_width=8, sample_height=8,
+                                                  sample_frames=9, patch_size=2, temporal_compression_ratio=4, max_text_seq_length=8),
+            [8, 12, 16],
+            lambda b, s: ((torch.randn(b, 1, 4, s, s), torch.randn(b, 8, 16), steps(b)), {}),
+        ),
+    }
+    ctor, sizes, make = specs[name]
+    return Built(ctor(), sizes, make)
