@@ -983,3 +983,20 @@ def test_a_rule_not_about_tensors_gives_no_tensor_reason(tmp_path):
             """})
     found = [f for f in lint(root) if f.code == "FL104"]
     assert len(found) == 1 and "is a tensor" not in found[0].message, found
+
+
+def test_isinstance_tensor_branch_on_python_arithmetic_is_dead(tmp_path):
+    # diffusers 0.42.1 (autoencoder_kl_kvae_video.py): a float computed from a size comparison; the
+    # isinstance branch never runs (torch 2.13 CPU: 0 breaks), so its `.item()` reports nothing
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Up(nn.Module):
+            def forward(self, x):
+                time_factor = 1.0 + 1.0 * (x.size(2) > 1)
+                if isinstance(time_factor, torch.Tensor):
+                    time_factor = time_factor.item()
+                scale = x.sum() * 2
+                if isinstance(scale, torch.Tensor):
+                    scale = scale.item()
+                return x * time_factor * scale
+            """})
+    assert [(f.code, f.line) for f in lint(root)] == [("FL101", 10)]

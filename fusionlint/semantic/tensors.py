@@ -580,9 +580,16 @@ def _short_code(node: cst.CSTNode, limit: int = 60) -> str:
 
 
 def _python_valued(value: cst.BaseExpression) -> bool:
-    """``x.shape``, ``x.shape[1]``, ``x.size(0)``, ``len(xs)``, ``int(n)``, ``8``, ``[...]``: not a tensor."""
+    """``x.shape``, ``x.shape[1]``, ``x.size(0)``, ``len(xs)``, ``int(n)``, ``8``, ``[...]``: not a tensor;
+    nor is arithmetic or a comparison of such values (diffusers' ``1.0 + 1.0 * (x.size(2) > 1)``)."""
     if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple, cst.Dict)):
         return True
+    if isinstance(value, cst.BinaryOperation):
+        return _python_valued(value.left) and _python_valued(value.right)
+    if isinstance(value, cst.UnaryOperation):
+        return _python_valued(value.expression)
+    if isinstance(value, cst.Comparison):
+        return _python_valued(value.left) and all(_python_valued(c.comparator) for c in value.comparisons)
     if isinstance(value, cst.Subscript):
         return _python_valued(value.value)
     if isinstance(value, cst.Attribute):
