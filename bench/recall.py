@@ -38,6 +38,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -498,7 +499,9 @@ def main() -> int:
     facts = venv_facts()
     RESULTS.mkdir(exist_ok=True)
     if args.rescore:
-        saved = [p for p in RESULTS.glob("recall-*.json") if not p.name.endswith("-conditional.json")]
+        # the newest full measurement: `recall-<date>.json`, not a renamed partial one
+        # (`recall-2026-12-04-diffusers.json`) nor a conditional record
+        saved = [p for p in RESULTS.glob("recall-*.json") if re.fullmatch(r"recall-\d{4}-\d{2}-\d{2}\.json", p.name)]
         path = Path(args.rescore) if args.rescore != "latest" else max(saved, default=None)
         if path is None or not path.exists():
             print(f"error: no saved raw sites ({args.rescore}); run bench/recall.py first", file=sys.stderr)
