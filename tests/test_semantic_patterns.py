@@ -955,9 +955,11 @@ def test_a_finding_says_why_its_value_is_a_tensor(tmp_path):
                     x = x - 1
                 if lens.any():
                     x = x - 2
-                return helper(x, 2) + s
+                keep = x.sum(-1) > 0
+                kept = x[keep]
+                return helper(x, 2) + s + kept.sum()
             """})
-    found = {f.line: f.message for f in lint(root) if f.code in ("FL101", "FL102")}
+    found = {f.line: f.message for f in lint(root) if f.code in ("FL101", "FL102", "FL103")}
     why = {line: message.rsplit(" (", 1)[-1] for line, message in found.items()}
     assert why == {
         4: "`t` is a tensor: parameter of helper annotated `torch.Tensor`)",
@@ -969,6 +971,8 @@ def test_a_finding_says_why_its_value_is_a_tensor(tmp_path):
         # a name that reads like a length is not taken for a tensor by its name; the project model's
         # use of it is why
         18: "`lens` is a tensor: parameter of Net.forward, used as one)",
+        # boolean-mask indexing: the mask is what the finding is about, not the tensor indexed
+        21: "`keep` is a tensor: assigned `x.sum(-1) > 0` in Net.forward)",
     }, found
 
 

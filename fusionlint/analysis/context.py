@@ -273,10 +273,14 @@ class RuleContext:
         fn = self.function
         if fn is not None and self._rule is not None and self._rule.explains_tensors:
             facts = self.facts(fn)
-            attrs = {id(a.attr) for a in iter_nodes(node, (cst.Attribute,), into_nested_defs=True)}
-            names = [n for n in iter_nodes(node, (cst.Name,), into_nested_defs=True) if id(n) not in attrs]
-            if isinstance(node, cst.Name):
-                names.append(node)
+            # `x[mask]`: the index is what the finding is about, so its names come first
+            parts = [*node.slice, node.value] if isinstance(node, cst.Subscript) else [node]
+            names = []
+            for part in parts:
+                attrs = {id(a.attr) for a in iter_nodes(part, (cst.Attribute,), into_nested_defs=True)}
+                names += [n for n in iter_nodes(part, (cst.Name,), into_nested_defs=True) if id(n) not in attrs]
+                if isinstance(part, cst.Name):
+                    names.append(part)
             for name in names:
                 why = facts.why(name.value)
                 if why:
