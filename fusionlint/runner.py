@@ -155,6 +155,11 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         sources = [_read_late(cache, model, source, out) if source.text_hash is None and source.path not in served
                    else source for source in sources]
         served.update((source.path, source.failed) for source in sources if source.failed is not None)
+        if not options.fix:
+            # as in a run without the cache: the propagated facts are saved (cache.propagate), the
+            # summaries' bodies are stored apart, and no summary changes from here on (timm +
+            # transformers, a cold CLI run with the cache, --jobs 2: peak RSS 207.7 -> 201.1 MiB)
+            model.drop_bodies()
         cache.instrument(engine)
     may_write = _WritableArea(paths, settings.root)
     # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
