@@ -573,10 +573,12 @@ _PYTHON_BUILTINS = frozenset({"int", "float", "bool", "str", "len", "list", "tup
 _EMPTY_MODULE = cst.Module(body=[])
 
 
-def _short_code(node: cst.CSTNode, limit: int = 60) -> str:
-    """``node``'s source on one line, cut at ``limit`` characters (for a finding's message)."""
-    code = " ".join(_EMPTY_MODULE.code_for_node(node).split())
-    return code if len(code) <= limit else code[: limit - 1] + "…"
+def _short_code(node: cst.CSTNode) -> str:
+    """``node``'s source on one line, cut as the messages cut code (``judge.short``)."""
+    # imported here: fusionlint.analysis.judge imports this module
+    from fusionlint.analysis.judge import short
+
+    return short(_EMPTY_MODULE.code_for_node(node))
 
 
 def _python_valued(value: cst.BaseExpression) -> bool:
