@@ -1004,3 +1004,18 @@ def test_isinstance_tensor_branch_on_python_arithmetic_is_dead(tmp_path):
                 return x * time_factor * scale
             """})
     assert [(f.code, f.line) for f in lint(root)] == [("FL101", 10)]
+
+
+def test_comprehension_over_a_tensor_binds_tensor_rows(tmp_path):
+    # transformers 5.24.0 gemma4 `[int(video_frames.sum()) for video_frames in torch.split(...)]`;
+    # torch 2.13 CPU: `int(r.max())` in a comprehension over a tensor breaks (GB0124)
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Net(nn.Module):
+            def forward(self, x):
+                zs = [int(r.max()) for r in x]
+                sizes = [int(n) for n in range(x.shape[0])]
+                return x.sum() + sum(zs) + sum(sizes)
+            """})
+    found = [(f.code, f.line, f.message.rsplit(" (", 1)[-1]) for f in lint(root) if f.code == "FL101"]
+    # the range's `n` is an int: no FL101 on line 6
+    assert found == [("FL101", 5, "`r` is a tensor: loop variable over `x` in Net.forward)")], found

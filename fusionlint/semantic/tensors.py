@@ -275,11 +275,11 @@ class TensorFacts:
         pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
         fors: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
 
-        kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For)
+        kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)
         for node in iter_nodes(self.fn.node.body, kinds):
             if isinstance(node, cst.Assign):
                 pairs.extend((t.target, node.value) for t in node.targets)
-            elif isinstance(node, cst.For):
+            elif isinstance(node, (cst.For, cst.CompFor)):  # `[int(r.max()) for r in x]`: r is a row of x
                 fors.append((node.target, node.iter))
             elif node.value is not None:  # AnnAssign without a value binds nothing
                 pairs.append((node.target, node.value))
