@@ -1019,3 +1019,26 @@ def test_comprehension_over_a_tensor_binds_tensor_rows(tmp_path):
     found = [(f.code, f.line, f.message.rsplit(" (", 1)[-1]) for f in lint(root) if f.code == "FL101"]
     # the range's `n` is an int: no FL101 on line 6
     assert found == [("FL101", 5, "`r` is a tensor: loop variable over `x` in Net.forward)")], found
+
+
+def test_enumerate_and_zip_over_tensors_bind_tensor_rows(tmp_path):
+    # torch 2.13 CPU: `int(row.max())` in `for i, row in enumerate(x)` breaks (GB0124) and the loop's
+    # frame then runs eagerly, so the loop itself is no FL204
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Net(nn.Module):
+            def forward(self, x, y):
+                out = x.new_zeros(())
+                for i, row in enumerate(x):
+                    out = out + int(row.max()) * i
+                for a, b in zip(x, y):
+                    if a.sum() > b.sum():
+                        out = out + 1
+                for i, n in enumerate(range(3)):
+                    out = out + int(n)
+                return out
+            """})
+    found = [(f.code, f.line, f.message.rsplit(" (", 1)[-1]) for f in lint(root)]
+    assert found == [
+        ("FL101", 7, "`row` is a tensor: loop variable over `x` in Net.forward)"),
+        ("FL102", 9, "`a` is a tensor: loop variable over `x` in Net.forward)"),
+    ], found

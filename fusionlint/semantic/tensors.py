@@ -300,8 +300,32 @@ class TensorFacts:
             for target, iterable in fors:
                 if isinstance(target, cst.Name) and (self.is_tensor(iterable) or self.is_sequence(iterable)):
                     self._add(target.value, ("iterates", iterable))
+                elif isinstance(target, (cst.Tuple, cst.List)):
+                    for name, rows in self._zipped_rows(target, iterable):
+                        self._add(name, ("iterates", rows))
             if len(self.names) + len(self.sequences) == before:
                 break
+
+    def _zipped_rows(self, target: cst.Tuple | cst.List, iterable: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+        """The names of ``for i, row in enumerate(x)`` / ``for a, b in zip(x, ys)`` that take the rows of
+        a tensor (or the items of a tuple of tensors), with what they iterate."""
+        if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)
+                and iterable.func.value in ("enumerate", "zip") and iterable.func.value not in self.aliases):
+            return []
+        args = [a.value for a in iterable.args if a.keyword is None and a.star == ""]
+        if len(args) != len(iterable.args):
+            return []
+        names = [e.value for e in target.elements]
+        if iterable.func.value == "enumerate":
+            if len(args) != 1 or len(names) != 2:
+                return []
+            pairs = [(names[1], args[0])]
+        else:
+            if len(args) != len(names):
+                return []
+            pairs = list(zip(names, args))
+        return [(n.value, rows) for n, rows in pairs
+                if isinstance(n, cst.Name) and (self.is_tensor(rows) or self.is_sequence(rows))]
 
     def _not_tensors_by_use(self) -> None:
         """A name read with an attribute or method that ``torch.Tensor`` lacks is not a tensor, unless
