@@ -1042,3 +1042,50 @@ def test_enumerate_and_zip_over_tensors_bind_tensor_rows(tmp_path):
         ("FL101", 7, "`row` is a tensor: loop variable over `x` in Net.forward)"),
         ("FL102", 9, "`a` is a tensor: loop variable over `x` in Net.forward)"),
     ], found
+
+
+def test_a_comprehension_variable_does_not_leak_into_a_loop_of_the_same_name(tmp_path):
+    # transformers 5.24.0 depth_pro: `for i in range(n): images[i] = ...` beside
+    # `[len(i) for i in images]`; the loop's `i` is an int (a false positive while the comprehension's
+    # `i`, a tensor, counted for the whole function)
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Net(nn.Module):
+            def forward(self, x):
+                images = []
+                for r in (1.0, 0.5):
+                    images.append(x * r)
+                for i in range(2):
+                    images[i] = images[i] + 1
+                sizes = [len(i) for i in images]
+                total = 0.0
+                for p in images:
+                    total = total + float(p.sum())
+                return x * total + sizes[0]
+            """})
+    found = [(f.code, f.line) for f in lint(root) if f.code.startswith("FL1")]
+    assert found == [("FL101", 13)], found
+
+
+def test_tuple_displays_and_appended_lists_of_tensors_are_sequences(tmp_path):
+    # torch 2.13 CPU: `if t.mean() > 0` breaks (GB0170), then the frame runs eagerly; in a forward of
+    # its own, `float(p.sum())` over the appended list breaks too (GB0124). A tuple of sizes stays no
+    # sequence of tensors
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Net(nn.Module):
+            def forward(self, x):
+                h = x
+                for t in (h, h * 2):
+                    if t.mean() > 0:
+                        h = h + t
+                parts = []
+                for i in range(3):
+                    parts.append(x * i)
+                total = 0.0
+                for p in parts:
+                    total = total + float(p.sum())
+                for n in (x.shape[0], x.shape[1]):
+                    total = total + int(n)
+                return h * total
+            """})
+    found = [(f.code, f.line) for f in lint(root) if f.code.startswith("FL1")]
+    assert found == [("FL102", 7), ("FL101", 14)], found

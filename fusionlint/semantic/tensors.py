@@ -274,21 +274,40 @@ class TensorFacts:
     def _assignments(self) -> None:
         pairs: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
         fors: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
+        comp_fors: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
 
-        kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor)
+        # name -> what `name.append(...)` adds: a list that starts empty and only ever gets tensors
+        # appended is a sequence of tensors (`parts = []; parts.append(x * i); for p in parts: ...`)
+        appends: dict[str, list[cst.BaseExpression]] = {}
+        kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Call)
         for node in iter_nodes(self.fn.node.body, kinds):
-            if isinstance(node, cst.Assign):
+            if isinstance(node, cst.Call):
+                func = node.func
+                if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value == "append"
+                        and len(node.args) == 1 and node.args[0].keyword is None and node.args[0].star == ""):
+                    appends.setdefault(func.value.value, []).append(node.args[0].value)
+            elif isinstance(node, cst.Assign):
                 pairs.extend((t.target, node.value) for t in node.targets)
-            elif isinstance(node, (cst.For, cst.CompFor)):  # `[int(r.max()) for r in x]`: r is a row of x
+            elif isinstance(node, cst.For):
                 fors.append((node.target, node.iter))
+            elif isinstance(node, cst.CompFor):  # `[int(r.max()) for r in x]`: r is a row of x
+                comp_fors.append((node.target, node.iter))
             elif node.value is not None:  # AnnAssign without a value binds nothing
                 pairs.append((node.target, node.value))
-        self._pairs, self._fors = pairs, fors
+        self._appends = appends
         for target, value in pairs:
             if isinstance(target, cst.Name):
                 self._bindings.setdefault(target.value, []).append(value)
                 if self._submodule_call(value):
                     self._module_outputs.add(target.value)
+        # A comprehension's variable lives in the comprehension only, but these facts are per name for
+        # the whole function: it counts only when the function binds that name nowhere else
+        # (depth_pro's `[len(i) for i in scaled_images]` beside `for i in range(n)`)
+        elsewhere = set(self._bindings) | self._param_names
+        for target, _ in fors:
+            elsewhere |= set(target_names(target))
+        comp_fors = [(t, it) for t, it in comp_fors if not set(target_names(t)) & elsewhere]
+        self._pairs, self._fors = pairs, fors + comp_fors
         self._fixpoint()
 
     def _fixpoint(self) -> None:
@@ -297,6 +316,10 @@ class TensorFacts:
             before = len(self.names) + len(self.sequences)
             for target, value in pairs:
                 self._bind(target, value)
+            for name, added in self._appends.items():
+                if name not in self.sequences and name not in self._blocked and self._tensor_list(name, added):
+                    self.sequences.add(name)
+                    self._facts_changed()
             for target, iterable in fors:
                 if isinstance(target, cst.Name) and (self.is_tensor(iterable) or self.is_sequence(iterable)):
                     self._add(target.value, ("iterates", iterable))
@@ -305,6 +328,14 @@ class TensorFacts:
                         self._add(name, ("iterates", rows))
             if len(self.names) + len(self.sequences) == before:
                 break
+
+    def _tensor_list(self, name: str, added: list[cst.BaseExpression]) -> bool:
+        """``name`` is only ever bound to ``[]`` and everything appended to it is a tensor."""
+        bound = self._bindings.get(name)
+        return (
+            bool(bound) and all(isinstance(v, cst.List) and not v.elements for v in bound)
+            and all(self.is_tensor(v) for v in added)
+        )
 
     def _zipped_rows(self, target: cst.Tuple | cst.List, iterable: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
         """The names of ``for i, row in enumerate(x)`` / ``for a, b in zip(x, ys)`` that take the rows of
@@ -430,6 +461,9 @@ class TensorFacts:
     def _is_sequence(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
             return expr.value in self.sequences
+        if isinstance(expr, (cst.Tuple, cst.List)):  # `(h, h * 2)`: every item a tensor
+            return bool(expr.elements) and all(
+                isinstance(e, cst.Element) and self.is_tensor(e.value) for e in expr.elements)
         if isinstance(expr, cst.Subscript):
             return self.is_sequence(expr.value) and _is_slice(expr)
         if not isinstance(expr, cst.Call):
