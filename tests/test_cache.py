@@ -334,6 +334,25 @@ def test_an_edit_that_changes_a_compiled_context_in_another_file_invalidates_tha
     assert _found(edited) == _found(_run(root, cache=False))
 
 
+DECO = ("def checked(func):\n    def wrapper(self, x):\n        out = func(self, x)\n"
+        "        return out if out.sum().item() > 0 else -out\n    return wrapper\n")
+DECORATED = ("import torch.nn as nn\n\nfrom deco import checked\n\n\nclass Net(nn.Module):\n"
+             "    @checked\n    def forward(self, x):\n        return x * 2\n")
+
+
+def test_a_decorator_taken_off_forward_in_another_file_uncompiles_its_wrapper(tmp_path):
+    root = _project(tmp_path, deco=DECO, net=DECORATED)
+    assert ("deco.py", 4, "FL101") in [(f.path, f.line, f.code) for f in _run(root).result.findings]
+    (root / "net.py").write_text(DECORATED.replace("    @checked\n", ""))
+    edited = _run(root)
+    assert [f for f in edited.result.findings if f.path == "deco.py"] == []  # deco.py itself did not change
+    assert _found(edited) == _found(_run(root, cache=False))
+    (root / "net.py").write_text(DECORATED)
+    again = _run(root)
+    assert ("deco.py", 4, "FL101") in [(f.path, f.line, f.code) for f in again.result.findings]
+    assert _found(again) == _found(_run(root, cache=False))
+
+
 def _run_in_process(root: Path, seed: str) -> dict:
     import json
 

@@ -294,6 +294,88 @@ def test_attribute_object_call_traces_its_dunder_call(tmp_path):
     assert chains == {"Attention.forward → processors.AttnProcessor.__call__"}
 
 
+# functions passed as arguments: a decorator's wrapper runs instead of the function it wraps
+def test_a_decorators_wrapper_around_forward_is_compiled(tmp_path):
+    # torch 2.13 CPU: `out.sum().item()` in the wrapper breaks the graph (GB0124), as does
+    # `.tolist()` in the wrapper that a decorator factory's inner function returns
+    root = project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/deco.py": """
+            from functools import wraps
+
+            def checked(func):
+                @wraps(func)
+                def wrapper(self, *args, **kwargs):
+                    out = func(self, *args, **kwargs)
+                    if out.sum().item() > 0:
+                        return out
+                    return -out
+                def describe():
+                    return func.__name__.upper().item()
+                wrapper.describe = describe
+                return wrapper
+
+            def configurable(func=None, *, flag=True):
+                def wrapped_fn(func):
+                    def wrapper(self, x):
+                        return func(self, x).tolist() if flag else x
+                    return wrapper
+                return wrapped_fn if func is None else wrapped_fn(func)
+
+            def tagged(func):
+                func.tag = "x".item()
+                return func
+            """,
+        "pkg/net.py": HEAD + """
+            from .deco import checked, configurable, tagged
+
+            class Net(nn.Module):
+                @checked
+                def forward(self, x):
+                    return x * 2
+
+            class Net2(nn.Module):
+                @configurable(flag=True)
+                def forward(self, x):
+                    return x * 2
+
+            class Net3(nn.Module):
+                @tagged
+                def forward(self, x):
+                    return x * 2
+            """,
+    })
+    found = lint(root)
+    # not `describe` (it never calls the wrapped function) nor `tagged` itself (it runs at import)
+    assert at(found, "FL101") == [("pkg/deco.py", 7), ("pkg/deco.py", 18)]
+    chains = {f.line: f.context for f in found if f.path == "pkg/deco.py"}
+    assert chains == {
+        7: "Net.forward → @checked (pkg.deco.checked.<locals>.wrapper)",
+        18: "Net2.forward → @configurable (pkg.deco.configurable.<locals>.wrapped_fn.<locals>.wrapper)",
+    }
+
+
+def test_a_same_file_decorator_passes_forwards_tensor_parameters_to_its_wrapper(tmp_path):
+    root = project(tmp_path, {
+        "net.py": HEAD + """
+            def logged(func):
+                def wrapper(self, x, scores):
+                    if scores.max() > 4:
+                        x = x[:, :4]
+                    return func(self, x, scores)
+                return wrapper
+
+            class Net(nn.Module):
+                @logged
+                def forward(self, x, scores):
+                    return x
+            """,
+    })
+    found = [f for f in lint(root) if f.code == "FL102"]
+    assert [(f.path, f.line) for f in found] == [("net.py", 5)]
+    assert found[0].context == "Net.forward → @logged (logged.<locals>.wrapper)"
+
+
 # 9. slicing or ranges bounded by a tensor value
 def test_slice_and_arange_bounded_by_tensor_values(tmp_path):
     root = project(tmp_path, {"m.py": HEAD + """

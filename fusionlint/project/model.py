@@ -481,7 +481,38 @@ class _Propagation:
         if kind != "helper":
             facts.tensor_params.update(_entry_params(fn, facts.chain, kind))
         self._queue(summary, fn)
+        for decorator in fn.decorators:
+            self._enter_wrappers(summary, fn, decorator, facts)
         return facts
+
+    def _enter_wrappers(self, summary: FileSummary, fn: FunctionSummary, decorator: str, facts: FunctionFacts) -> None:
+        """``@checked def forward(...)``: what runs is the function ``checked`` returns, which calls
+        ``forward``; Dynamo traces that wrapper too (torch 2.13: an ``.item()`` in it breaks the graph)."""
+        if not decorator or decorator in _COMPILE_DECORATORS:
+            return
+        if "." in decorator:
+            found = self.p.resolve(decorator)
+            if found is None or found[0] != "function":
+                return
+            owner, deco = found[1], found[2]
+        else:
+            self.p._probe(summary, decorator)
+            deco = summary.functions.get(decorator)
+            if deco is None or decorator in summary.aliases:
+                return
+            owner = summary
+        for qual in deco.wrappers:
+            wrapper = owner.functions.get(qual)
+            if wrapper is None:
+                continue
+            where = qual if owner is summary else f"{owner.module}.{qual}"
+            wrapped = self._enter(owner, wrapper, facts.frames + (f"@{decorator.rsplit('.', 1)[-1]} ({where})",), "helper")
+            if wrapped is None:
+                continue
+            for param in wrapper.params:  # `def wrapper(self, x)` around `forward(self, x)`
+                why = facts.tensor_params.get(param.name)
+                if why is not None and param.name not in wrapped.tensor_params:
+                    wrapped.tensor_params[param.name] = why
 
     def _entries(self, summary: FileSummary) -> None:
         for cls in summary.classes.values():
@@ -790,7 +821,7 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     ]
     functions = [
         (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
-         (tuple(fn.calls), fn.returns, fn.tensor_uses) if fn.qualname in entered else None)
+         fn.wrappers, (tuple(fn.calls), fn.returns, fn.tensor_uses) if fn.qualname in entered else None)
         for fn in summary.functions.values()
         if fn.qualname in entered or fn.qualname in probed
         or (fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators))

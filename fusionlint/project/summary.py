@@ -127,6 +127,9 @@ class FunctionSummary:
     # when every `return` is a tuple of one length: (that length, the positions where every one of
     # them is surely no tensor: `[(h, w)] * b`, a size, None). What `a, b, c = self.sub(x)` binds.
     items: Optional[tuple[int, frozenset[int]]] = None
+    # the functions defined inside this one (at any depth) that call a parameter of a function around
+    # them: what a decorator returns in place of the function it takes (`def wrapper(*a): return func(*a)`)
+    wrappers: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -628,6 +631,8 @@ class _Summarizer:
             self._attr_facts(cls, node.name, body_nodes, calls, values)
         for inner in nested:
             self._function(inner, f"{qual}.<locals>.{inner.name}", cls, qual)
+        if nested:
+            info.wrappers = _wrappers(self.out.functions, qual)
 
     def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str], fixed: frozenset[str] = frozenset(),
               conds: Optional[dict] = None, set_once: frozenset[str] = frozenset()) -> Optional[CallSite]:
@@ -761,6 +766,31 @@ def _names(names) -> tuple[str, ...]:
 
 def _decorators(node, aliases: dict[str, str]) -> tuple[str, ...]:
     return _names(resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in node.decorator_list)
+
+
+def _wrappers(functions: dict[str, FunctionSummary], qual: str) -> tuple[str, ...]:
+    """The functions nested in ``qual`` that call a parameter of an enclosing function up to ``qual``
+    (``checked(func)`` -> ``checked.<locals>.wrapper``, which calls ``func``; also two levels down, as in
+    ``capture_outputs(func=None, *, flag)`` -> ``wrapped_fn(func)`` -> ``wrapper``)."""
+    prefix = f"{qual}.<locals>."
+    found = []
+    for name, fn in functions.items():
+        if not name.startswith(prefix):
+            continue
+        outer: set[str] = set()
+        parent = fn.parent
+        while parent is not None:
+            around = functions.get(parent)
+            if around is None:
+                break
+            outer.update(p.name for p in around.params)
+            if parent == qual:
+                break
+            parent = around.parent
+        outer -= {p.name for p in fn.params}
+        if any(site.how == "name" and site.target in outer for site in fn.calls):
+            found.append(name)
+    return _names(sorted(found))
 
 
 def _self_attr(node: ast.expr) -> Optional[str]:
