@@ -37,15 +37,16 @@ class TensorToPython(Rule):
     message = "tensor converted to a Python value inside compiled code: graph break and host sync"
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
     explains_tensors = True
-    triggers = (".item(", ".tolist(", "float(", "int(", "bool(", "complex(", "range(", "[")
-    gb_ids = ("GB0124", "GB0109", "GB0059")
+    triggers = (".item(", ".tolist(", "float(", "int(", "bool(", "complex(", "range(", "[", "math.", "from math")
+    gb_ids = ("GB0124", "GB0109", "GB0059", "GB0033")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
 ## What it does
 Flags code traced by `torch.compile` that turns a tensor into a Python number or list:
 `t.item()`, `t.tolist()`, `float(t)`, `int(t)`, `bool(t)` (also inside `range(int(t))`), and the same
 on a numpy value taken from a tensor: `float(t.numpy().mean())`, `t.cpu().numpy().tolist()`; and the
-implicit conversions `range(t)` and a Python list, `nn.ModuleList` or `nn.Sequential` indexed by a
+implicit conversions `range(t)`, a `math` function of a tensor (`math.sqrt(t.sum())`,
+`math.isnan(t.mean())`), and a Python list, `nn.ModuleList` or `nn.Sequential` indexed by a
 tensor (`self.experts[idx]`, `parts[lens.argmax()]`).
 
 ## Why is this bad?
@@ -70,7 +71,9 @@ argument; `tests/test_gb_forms.py` re-measures them): `for _ in range(lens.max()
 to trace builtin operator" (2 graphs); `self.experts[lens.argmax()](h)` on an `nn.ModuleList`,
 `parts[lens.argmin()]` on a list of tensors and `sizes[lens.argmin()]` on a list of ints each gave
 GB0124 (2 graphs). `torch.stack(parts).index_select(0, idx.view(1))` does not break; indexing the
-stacked tensor with the 0-d `idx` itself does (GB0033, FL103).
+stacked tensor with the 0-d `idx` itself does (GB0033, FL103). `math.sqrt`, `math.ceil`,
+`math.floor`, `math.log`, `math.exp`, `math.pow`, `math.isnan` and `math.isfinite` of a 0-d tensor each
+gave GB0033 "Data dependent operator" (torch 2.13.0 CPU); `torch.sqrt(t)` and friends stay in the graph.
 
 Note: `fullgraph=True` no longer rejects `.item()` (torch 2.11+/2.13 capture scalar outputs
 there), but the host sync stays for most uses; a finding here is still a real cost.
@@ -98,9 +101,13 @@ No automatic fix: what replaces the Python value depends on how it is used.
 ## PyTorch reference
 GB0124 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html ·
 GB0109 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0109.html ·
-GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
+GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html ·
+GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
 """
     VALID = [
+        # a math function of a size or a Python number is plain Python
+        "import math\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, scale: float = 2.0):\n        return x * math.sqrt(x.shape[-1]) * math.log(scale)\n",
         # range over a shape, a list indexed by a Python int, a dict indexed by a tensor-named key
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n"
@@ -184,6 +191,14 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
             "    def forward(self, h):\n        a = h.detach().cpu().numpy()\n        return h * float(a.mean())\n",
             line=6,
         ),
+        # a math function of a tensor converts it (`from math import` too)
+        Invalid(
+            "import math\nfrom math import isnan\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        s = x.abs().sum()\n"
+            "        return x * math.sqrt(s) if not isnan(x.mean()) else x\n",
+            line=8,
+            count=2,
+        ),
         # reached through a helper method: reported with the chain
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
@@ -199,6 +214,17 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         if _in_message_lambda(ctx):
             return
         func = node.func
+        if isinstance(func, (cst.Attribute, cst.Name)) and (ctx.qualname(func) or "").startswith("math."):
+            arg = next((a.value for a in node.args if a.keyword is None and not a.star and ctx.is_tensor(a.value)), None)
+            if arg is not None:
+                name = ctx.qualname(func)
+                ctx.report(
+                    node,
+                    f"`{name}()` of a tensor (`{ctx.code(arg)}`) turns it into a Python float on the host inside "
+                    f"compiled code: graph break (GB0033) and a host sync; use `torch.{name[5:]}` on the tensor "
+                    "where torch has it",
+                )
+            return
         if isinstance(func, cst.Attribute) and func.attr.value in _METHODS and not node.args:
             receiver = func.value
             if _numpy_of_tensor(receiver, ctx):

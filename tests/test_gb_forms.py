@@ -16,7 +16,7 @@ from tests.helpers import need
 from tests.test_fixture_effects import load_module, rule_for, static_findings
 
 _HEAD = (
-    "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+    "import math\n\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n"
     "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n        self.lin = nn.Linear(8, 8)\n"
 )
@@ -69,6 +69,18 @@ CASES = [
      "        return self.scripted(h) * 2",
      "        return self.lin(h) * 2",
      "        self.scripted = torch.jit.script(nn.Linear(8, 8))\n"),
+    ("math-of-tensor", "FL101", "GB0033",
+     "        return h * math.sqrt(lens.sum())",
+     "        return h * torch.sqrt(lens.sum())"),
+    ("dict-of-tensors-branch", "FL102", "GB0170",
+     "        feats = {'a': h, 'b': h * 2}\n        if feats['a'].sum() > 0:\n            return feats['b']\n        return h",
+     "        feats = {'a': h, 'b': h * 2}\n        return torch.where(feats['a'].sum() > 0, feats['b'], h)"),
+    ("dict-filled-by-key-converted", "FL101", "GB0124",
+     "        out = {}\n        out['n'] = lens.max()\n        return h[:, :4] * int(out['n'])",
+     "        out = {}\n        out['n'] = lens.max()\n        return h[:, :4] * out['n']"),
+    ("name-bound-to-and-of-tensors", "FL102", "GB0170",
+     "        both = bool(h.shape[0]) and lens.max() > 2\n        return h * 2 if both else h",
+     "        both = torch.logical_and(lens.max() > 2, lens.min() > 0)\n        return torch.where(both, h * 2, h)"),
     ("module-built-in-forward", "FL112", "GB0264",
      "        return nn.Linear(8, 8)(h)",
      "        return self.lin(h)"),

@@ -176,6 +176,10 @@ class TensorFacts:
         self.names: set[str] = set()
         # names bound to tuples of tensors (``parts = x.split(2)``): their items are tensors
         self.sequences: set[str] = set()
+        # names bound only to dicts whose every value is a tensor (``feats = {"a": x, "b": y}``, or ``{}``
+        # then only ``feats[k] = t``): ``feats["a"]``, ``feats.get(k)`` and the values of ``.values()`` and
+        # ``.items()`` are tensors
+        self.tensor_dicts: set[str] = set()
         # names used with something torch.Tensor does not have (``cache.get_seq_length()``): never tensors
         self._blocked: set[str] = set()
         # name -> why it is a tensor, the first reason found: a sentence, or (what, node) rendered by ``why``
@@ -279,6 +283,9 @@ class TensorFacts:
         # name -> what `name.append(...)` adds: a list that starts empty and only ever gets tensors
         # appended is a sequence of tensors (`parts = []; parts.append(x * i); for p in parts: ...`)
         appends: dict[str, list[cst.BaseExpression]] = {}
+        # name -> the values `name[key] = value` stores; names changed through a method (`.update()`)
+        stored: dict[str, list[cst.BaseExpression]] = {}
+        changed: set[str] = set()
         kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.CompFor, cst.Call)
         for node in iter_nodes(self.fn.node.body, kinds):
             if isinstance(node, cst.Call):
@@ -286,6 +293,9 @@ class TensorFacts:
                 if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value == "append"
                         and len(node.args) == 1 and node.args[0].keyword is None and node.args[0].star == ""):
                     appends.setdefault(func.value.value, []).append(node.args[0].value)
+                elif (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                        and func.attr.value in _DICT_CHANGING_METHODS):
+                    changed.add(func.value.value)
             elif isinstance(node, cst.Assign):
                 pairs.extend((t.target, node.value) for t in node.targets)
             elif isinstance(node, cst.For):
@@ -296,6 +306,8 @@ class TensorFacts:
                 pairs.append((node.target, node.value))
         self._appends = appends
         for target, value in pairs:
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                stored.setdefault(target.value.value, []).append(value)
             if isinstance(target, cst.Name):
                 self._bindings.setdefault(target.value, []).append(value)
                 if self._submodule_call(value):
@@ -308,17 +320,27 @@ class TensorFacts:
             elsewhere |= set(target_names(target))
         comp_fors = [(t, it) for t, it in comp_fors if not set(target_names(t)) & elsewhere]
         self._pairs, self._fors = pairs, fors + comp_fors
+        self._dict_values = {
+            name: [*stored.get(name, ()), *(e.value for v in values if isinstance(v, cst.Dict) for e in v.elements)]
+            for name, values in self._bindings.items()
+            if name not in changed and values and all(_dict_display(v) for v in values)
+        }
         self._fixpoint()
 
     def _fixpoint(self) -> None:
         pairs, fors = self._pairs, self._fors
         for _ in range(3):  # fixpoint: later assignments may feed earlier-listed ones
-            before = len(self.names) + len(self.sequences)
+            before = len(self.names) + len(self.sequences) + len(self.tensor_dicts)
             for target, value in pairs:
                 self._bind(target, value)
             for name, added in self._appends.items():
                 if name not in self.sequences and name not in self._blocked and self._tensor_list(name, added):
                     self.sequences.add(name)
+                    self._facts_changed()
+            for name, values in self._dict_values.items():
+                if (name not in self.tensor_dicts and name not in self._blocked and values
+                        and all(self.is_tensor(v) for v in values)):
+                    self.tensor_dicts.add(name)
                     self._facts_changed()
             for target, iterable in fors:
                 if isinstance(target, cst.Name) and (self.is_tensor(iterable) or self.is_sequence(iterable)):
@@ -326,8 +348,19 @@ class TensorFacts:
                 elif isinstance(target, (cst.Tuple, cst.List)):
                     for name, rows in self._zipped_rows(target, iterable):
                         self._add(name, ("iterates", rows))
-            if len(self.names) + len(self.sequences) == before:
+                    value = self._dict_method(iterable, "items")
+                    if value is not None and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
+                        self._add(target.elements[1].value.value, ("iterates", iterable))
+            if len(self.names) + len(self.sequences) + len(self.tensor_dicts) == before:
                 break
+
+    def _dict_method(self, expr: cst.BaseExpression, method: str) -> Optional[str]:
+        """The name of the dict of tensors in ``expr`` when it is ``name.<method>(...)``, else None."""
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == method:
+            recv = expr.func.value
+            if isinstance(recv, cst.Name) and recv.value in self.tensor_dicts:
+                return recv.value
+        return None
 
     def _tensor_list(self, name: str, added: list[cst.BaseExpression]) -> bool:
         """``name`` is only ever bound to ``[]`` and everything appended to it is a tensor."""
@@ -378,7 +411,7 @@ class TensorFacts:
             self._facts_changed()
         if blocked:
             self._blocked = blocked
-            self.names, self.sequences, self._why = set(), set(), {}
+            self.names, self.sequences, self.tensor_dicts, self._why = set(), set(), set(), {}
             self._facts_changed()
             self._params()
             self._fixpoint()
@@ -468,6 +501,8 @@ class TensorFacts:
             return self.is_sequence(expr.value) and _is_slice(expr)
         if not isinstance(expr, cst.Call):
             return False
+        if self._dict_method(expr, "values") is not None:
+            return True
         func = expr.func
         if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self") and not self._module_path(func.value):
             method = func.attr.value
@@ -573,6 +608,8 @@ class TensorFacts:
                     return b.attr.value in self.cls.submodules
             return False
         if isinstance(expr, cst.Call):
+            if self._dict_method(expr, "get") is not None or self._dict_method(expr, "pop") is not None:
+                return True
             return self._call_is_tensor(expr)
         if isinstance(expr, cst.BinaryOperation):
             return self.is_tensor(expr.left) or self.is_tensor(expr.right)
@@ -583,6 +620,8 @@ class TensorFacts:
                 return False
             return self.is_tensor(expr.left) or any(self.is_tensor(c.comparator) for c in expr.comparisons)
         if isinstance(expr, cst.Subscript):
+            if isinstance(expr.value, cst.Name) and expr.value.value in self.tensor_dicts:
+                return True
             if self.is_sequence(expr.value):
                 return not _is_slice(expr)  # parts[0] is a tensor, parts[1:] a tuple
             value = expr.value
@@ -591,6 +630,8 @@ class TensorFacts:
             return self.is_tensor(expr.value) or self._is_tensor_sequence(expr.value)
         if isinstance(expr, cst.IfExp):
             return self.is_tensor(expr.body) or self.is_tensor(expr.orelse)
+        if isinstance(expr, cst.BooleanOperation):  # `a and b` is one of its operands (torch 2.13: `if y:`
+            return self.is_tensor(expr.left) or self.is_tensor(expr.right)  # on `y = s > 0 and m > 0` breaks)
         return False
 
     def _call_is_tensor(self, call: cst.Call) -> bool:
@@ -629,6 +670,19 @@ _PYTHON_BUILTINS = frozenset({"int", "float", "bool", "str", "len", "list", "tup
 
 
 _EMPTY_MODULE = cst.Module(body=[])
+
+
+# what can put a value into a dict other than `d[key] = value`: a dict changed through one of them is
+# not known to hold only tensors
+_DICT_CHANGING_METHODS = frozenset({"update", "setdefault", "__setitem__", "fromkeys", "__ior__"})
+
+
+def _dict_display(value: cst.BaseExpression) -> bool:
+    """``{"a": x}`` or ``{}`` (no ``**other``), or ``dict()``."""
+    if isinstance(value, cst.Dict):
+        return all(isinstance(e, cst.DictElement) for e in value.elements)
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict"
+            and not value.args)
 
 
 def _short_code(node: cst.CSTNode) -> str:
