@@ -34,8 +34,10 @@ comparison, `isnan(...)`, `~m`, `m & n` or a name bound only to such), `masked_s
 `repeat_interleave` with a tensor `repeats` and no `output_size`, and
 `arange`/`zeros`/`ones`/`empty`/`full`/`rand`/`randn`/`linspace`/`new_zeros`/`new_ones`/
 `new_empty`/`new_full` sized by a tensor; slices bounded by a tensor (`h[:, : lens.max()]`),
-indexing with a 0-d tensor (`h[lens.argmax()]`), `narrow` with a tensor start or length, and
-`F.one_hot` without `num_classes`. A masked *write* (`h[mask] = 0`) is not flagged.
+indexing with a 0-d tensor (`h[lens.argmax()]`, also as a write target: `out[n] = 1`, `out[:, :k] = 0`),
+`narrow` with a tensor start or length, a size, count or shift from a tensor in `view`/`reshape`/
+`expand`/`repeat`/`tile`/`topk`/`kthvalue`/`chunk`/`split`/`roll`/`tril`/`triu`, `torch.eye` and `F.pad`,
+and `F.one_hot` without `num_classes`. A masked *write* (`h[mask] = 0`) is not flagged.
 
 ## Why is this bad?
 Inductor compiles for static (or symbolic) sizes; an output whose size is only known after the
@@ -63,6 +65,8 @@ Sizes, offsets and indices read from a 0-d tensor (measured with torch 2.13.0+cp
 | `h[lens.argmax()]`, `h[:, lens.sum() - 10]` (a 0-d index) | GB0033 | 2 graphs |
 | `h.narrow(1, 0, lens.max())`, `torch.narrow(h, 1, 0, n)` with a tensor `n` | GB0033 | 2 graphs |
 | `F.one_hot(idx)` / `F.one_hot(idx, num_classes=-1)` | GB0246 / GB0033 | 2 frames |
+| `h.view(lens.min() + 1, -1)`, `h[:1].expand(lens.max(), -1)`, `h.repeat(lens.min(), 1)`, `h.chunk(lens.max())`, `h.roll(lens.min(), 0)`, `h.topk(lens.min(), dim=-1)`, `torch.tril(h, lens.min())`, `torch.eye(lens.max() * 2 + 2)`, `F.pad(h, (0, lens.min()))` | GB0033 | 2 graphs |
+| `out[lens.argmax()] = 0` (0-d index of a write) / `out[:, : lens.min()] = 0` | GB0033 / GB0124 | 2 graphs |
 
 A size that torch makes from Python numbers (`torch.div(seq_len, w, rounding_mode="trunc")`,
 `torch.floor_divide`, `torch.tensor`; transformers' LED and Longformer) is a constant while tracing as
@@ -121,6 +125,15 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html ·
 GB0246 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0246.html
 """
     VALID = [
+        # sizes unpacked from a parameter nothing shows to be a tensor (focalnet's `input_dimensions`)
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, input_dimensions, groups):\n        height, width = input_dimensions\n"
+        "        b, _, c = x.shape\n        n = x.shape[1] // groups\n"
+        "        return x.view(b, height, width, c).split(n, dim=1)[0].repeat(1, height * width, 1)\n",
+        # the size of a write's slice from shapes, a masked write
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        out = x.clone()\n        out[:, : x.shape[1] // 2] = 0\n"
+        "        out[x > 0] = 1\n        return out\n",
         # sizes from shapes, a 1-element index tensor, one_hot with its width (measured: no break)
         "import torch\nimport torch.nn.functional as F\nfrom torch import nn\nclass M(nn.Module):\n"
         "    def forward(self, h, lens):\n        a = h[:, : h.shape[1] // 2]\n        b = h[lens.argmax().view(1)]\n"

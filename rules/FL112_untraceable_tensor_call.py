@@ -89,12 +89,13 @@ class UntraceableTensorCall(Rule):
     effects = (Effect.GRAPH_BREAK,)
     triggers = (
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
-        "Parameter", "repr(", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
+        "Parameter", "repr(", "str(", "%s", "%d", "%f", "%r", "%.", "%i", "%g", "%e", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
         "_check", "jit.script", "jit.freeze", "Generator", ".__init__(self",
         *PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
-              "GB0206", "GB0225", "GB0264", "GB0119", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650")
+              "GB0206", "GB0225", "GB0264", "GB0119", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650",
+              "GB0059", "GB0208")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
@@ -128,6 +129,8 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `loss.backward()` | GB0123 |
 | `t.to_sparse()` | GB0015 "Attempted to wrap sparse Tensor" |
 | `repr(t)` | GB0569 |
+| `str(t)` | GB0059 "Failed to trace builtin operator" |
+| `"v=%s" % t`, `"%.3f" % t` (a tensor formatted with `%`) | GB0208; Dynamo then runs the whole frame eagerly |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
 | `nn.Linear(8, 8)(h)` (also with `bias=False`), `nn.Conv2d(1, 1, 3)(h)`, `nn.LayerNorm(8)(h)` built in forward | GB0264 |
@@ -366,6 +369,10 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         if qual == "repr" and len(node.args) == 1 and ctx.is_tensor(node.args[0].value):
             ctx.report(node, "`repr(<tensor>)` in compiled code needs the tensor's values: graph break (GB0569)")
             return
+        if qual == "str" and len(node.args) == 1 and node.args[0].keyword is None and ctx.is_tensor(node.args[0].value):
+            ctx.report(node, "`str(<tensor>)` in compiled code needs the tensor's values: graph break (GB0059); format "
+                             "shapes or Python numbers, or build the text outside the compiled code")
+            return
         if not isinstance(func, cst.Attribute) or func.attr.value not in _METHODS:
             return
         method = func.attr.value
@@ -461,6 +468,23 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                     f"assigning `.{attr}` of a tensor in compiled code is not supported: graph break (GB0058); "
                     "build the new tensor (`torch.complex(real, imag)`) instead",
                 )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
+        """``"v=%s" % t``: printf-style formatting of a tensor."""
+        if not (isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))):
+            return
+        right = node.right
+        values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+        tensor = next((v for v in values if ctx.is_tensor(v)), None)
+        if tensor is None:
+            return
+        # measured, torch 2.13 CPU: `s = "v=%s" % x.mean()` -> GB0208, and the frame then runs eagerly
+        ctx.report(
+            node,
+            f"`%`-formatting the tensor `{ctx.code(tensor)}` in compiled code: Dynamo cannot format a tensor: graph "
+            "break (GB0208), and the whole function then runs eagerly; format shapes or Python numbers, or build "
+            "the text outside the compiled code",
+        )
 
     def visit_Comparison(self, node: cst.Comparison, ctx) -> None:
         if not any(isinstance(c.operator, _COMPARISONS) for c in node.comparisons):

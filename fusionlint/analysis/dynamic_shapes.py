@@ -56,6 +56,30 @@ _FOLDED_ON_CONSTANTS = frozenset({"div", "floor_divide", "tensor"})
 # tensor methods taking a shape, measured the same way with a `torch.div(x.size(1), 4, ...)` entry (torch 2.13
 # CPU: 0 breaks over one length, 1 after a second length): LED's `_chunk` view, reshape, as_strided
 _SHAPED_METHODS = frozenset({"view", "reshape", "as_strided"})
+# Shape, size and count arguments of tensor methods (positions in the method form, keywords): a tensor
+# value in one is read on the host. Measured, torch 2.13 CPU, with `k = (x > -100).sum() // 2`: GB0033 for
+# each of x.view(k, -1), reshape, x[:1].expand(k, -1), repeat(k, 1), chunk(k), split(k), roll(k, 0),
+# topk(k), kthvalue(k), torch.tril(x, k), and for torch.eye(k) and F.pad(x, (0, k)).
+_SIZE_ARGUMENTS: dict[str, tuple[Optional[tuple[int, ...]], tuple[str, ...]]] = {
+    "view": (None, ()),
+    "reshape": (None, ("shape",)),
+    "expand": (None, ("size",)),
+    "repeat": (None, ()),
+    "tile": (None, ("dims",)),
+    "topk": ((0,), ("k",)),
+    "kthvalue": ((0,), ("k",)),
+    "chunk": ((0,), ("chunks",)),
+    "split": ((0,), ("split_size", "split_size_or_sections")),
+    "roll": ((0,), ("shifts",)),
+    "tril": ((0,), ("diagonal",)),
+    "triu": ((0,), ("diagonal",)),
+}
+# the same, as functions of the tensor: positions count the tensor itself
+_SIZE_FUNCTIONS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "torch.eye": ((0, 1), ("n", "m")),
+    "torch.nn.functional.pad": ((1,), ("pad",)),
+    "torch._C._nn.pad": ((1,), ("pad",)),
+}
 # `narrow(dim, start, length)`: a tensor start or length is read on the host (measured GB0033).
 _NARROW_SIZES = {"method": (1, 2), "torch": (2, 3)}
 _ONE_HOT = frozenset({"torch.nn.functional.one_hot", "torch._C._nn.one_hot"})
@@ -73,6 +97,8 @@ class ShapeChecker:
         qual = ctx.qualname(func) or ""
         if qual in _ONE_HOT:
             return self._one_hot(node, ctx)
+        if qual in _SIZE_FUNCTIONS:
+            return self._size_argument(node, *_SIZE_FUNCTIONS[qual], ctx)
         op: Optional[str] = None
         method = False
         if qual.startswith("torch.") and qual.count(".") == 1:
@@ -105,6 +131,16 @@ class ShapeChecker:
                     )
                 ]
             return []
+        if op in _SIZE_ARGUMENTS:
+            positions, keywords = _SIZE_ARGUMENTS[op]
+            if not method:  # torch.topk(x, k): the tensor comes first
+                count = sum(1 for a in node.args if a.keyword is None)
+                positions = tuple(range(1, count)) if positions is None else tuple(i + 1 for i in positions)
+            sized = self._tensor_size(node, positions, keywords, ctx)
+            # a size torch makes from Python numbers (`torch.div(n, 4, rounding_mode="trunc")`) is a
+            # constant while tracing: `_folded_shape` below says when it breaks
+            if sized is not None and self._from_numbers(sized, ctx) is None:
+                return self._size_argument(node, positions, keywords, ctx)
         if method and op in _SHAPED_METHODS:
             return self._folded_shape(node, op, text, ctx)
         table = _NEW_FACTORIES if method else _FACTORIES
@@ -266,6 +302,20 @@ class ShapeChecker:
             )
         ]
 
+    def _size_argument(self, node: cst.Call, positions, keywords, ctx) -> list[Found]:
+        sized = self._tensor_size(node, positions, keywords, ctx)
+        if sized is None:
+            return []
+        return [
+            (
+                node,
+                f"`{short(source(ctx, node))}` takes a size from a tensor value (`{short(source(ctx, sized))}`): Dynamo "
+                "reads it on the host: graph break (GB0033) and a host sync; take sizes from shapes (`x.shape[0]`), "
+                "or keep the full size and mask",
+                None,
+            )
+        ]
+
     def _tensor_size(self, node: cst.Call, positions, keywords, ctx) -> Optional[cst.BaseExpression]:
         candidates: list[cst.BaseExpression] = []
         positional = [a for a in node.args if a.keyword is None]
@@ -287,15 +337,18 @@ class ShapeChecker:
     # -- boolean-mask indexing ----------------------------------------------------------------------
     def check_Subscript(self, node: cst.Subscript, ctx) -> list[Found]:
         parent = ctx.parent
-        if isinstance(parent, cst.AssignTarget) and parent.target is node:
-            return []  # `h[mask] = v` is a masked write (index_put): measured no break
+        # `h[mask] = v` is a masked write (index_put): measured no break; a 0-d index or a slice bounded by a
+        # tensor value in a target still reads it (torch 2.13 CPU: `out[n] = 1` with `n = x.argmax()` GB0033,
+        # `out[:, :k] = 0` GB0124)
+        # (`h[m] *= 2` reads `h[m]` first: GB0036, as a read)
+        written = isinstance(parent, cst.AssignTarget) and parent.target is node
         if isinstance(parent, cst.Del):
             return []
         if not ctx.is_tensor(node.value):
             return []
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and self.bool_mask(index.value, node.value, ctx):
+            if isinstance(index, cst.Index) and not written and self.bool_mask(index.value, node.value, ctx):
                 return [
                     (
                         node,

@@ -286,7 +286,8 @@ def _weak_params(fn: cst.FunctionDef, ctx) -> frozenset[str]:
         if value is None or not isinstance(target, cst.Name) or _mentions_tensor(value, names, ctx):
             rebound.update(hit)
 
-    for node in function_nodes(fn, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)):
+    nodes = function_nodes(fn, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For))
+    for node in nodes:
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 bind(t.target, node.value)
@@ -294,7 +295,53 @@ def _weak_params(fn: cst.FunctionDef, ctx) -> frozenset[str]:
             bind(node.target, None)
         else:
             bind(node.target, node.value)
-    return frozenset(names - rebound)
+    weak = names - rebound
+    return frozenset(weak | _weakly_derived(nodes, weak, set(names), ctx))
+
+
+def _weakly_derived(nodes, weak: set[str], params: set[str], ctx) -> set[str]:
+    """Locals every binding of which only copies, unpacks, indexes or does arithmetic with Python numbers
+    on weak names (``height, width = input_dimensions``, ``n = num_queries // group_detr``, ``for h, w in
+    sizes``): no surer tensors than those (found on transformers 5.24: focalnet, maskformer-swin and
+    lw-detr's matcher, whose `input_dimensions` and `group_detr` hold Python ints). A method call
+    (``lens.max()``) is not a copy: the receiver rule decides that one."""
+    if not weak:
+        return set()
+    sources: dict[str, list] = {}
+    for node in nodes:
+        if isinstance(node, cst.Assign):
+            pairs = [(t.target, node.value) for t in node.targets]
+        elif isinstance(node, cst.For):
+            pairs = [(node.target, node.iter)]
+        elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        else:
+            pairs = [(node.target, None)]  # `n += ...`: any value
+        for target, value in pairs:
+            for name in target_names(target):
+                sources.setdefault(name, []).append(value)
+    derived: set[str] = set()
+
+    def copies(value) -> bool:
+        if isinstance(value, cst.Name):
+            return value.value in weak or value.value in derived
+        if isinstance(value, cst.Subscript):
+            return copies(value.value)
+        if isinstance(value, cst.BinaryOperation):  # the other operand a number or a size, no tensor
+            left, right = copies(value.left), copies(value.right)
+            return (left or right) and (left or not ctx.is_tensor(value.left)) and (right or not ctx.is_tensor(value.right))
+        if isinstance(value, cst.UnaryOperation):
+            return copies(value.expression)
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for name, values in sources.items():
+            if name not in derived and name not in params and all(v is not None and copies(v) for v in values):
+                derived.add(name)
+                changed = True
+    return derived
 
 
 def _mentions_tensor(value: cst.BaseExpression, weak: set[str], ctx) -> bool:
