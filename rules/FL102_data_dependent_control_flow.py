@@ -18,7 +18,7 @@ class DataDependentControlFlow(Rule):
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
     explains_tensors = True
     fix_applicability = Applicability.UNSAFE
-    triggers = ("if ", "while ", "assert ", " and ", " or ", "not ", "equal(", "allclose(", "is_nonzero(")
+    triggers = ("if ", "while ", "assert ", " and ", " or ", "not ", "equal(", "allclose(", "is_nonzero(", "any(", "all(")
     gb_ids = ("GB0170", "GB0033")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
@@ -27,7 +27,8 @@ Flags Python control flow that depends on the *value* of a tensor in code that `
 traces: `if`/`elif`/`while` tests, conditional expressions (`a if cond else b`), comprehension
 `if` clauses, `and`/`or`/`not` applied to tensors, `assert` tests that take a tensor's truth
 before their last operand (`assert t and u`, `assert not t`), and
-`torch.equal`/`torch.allclose`/`Tensor.is_nonzero` (they return a Python bool computed from values).
+`torch.equal`/`torch.allclose`/`Tensor.is_nonzero` (they return a Python bool computed from values),
+and Python's `any`/`all` over tensor values (`any(t.sum() > 0 for t in parts)`, `all(x > 0)`).
 Tests on shapes (`x.shape[0] > 8`, `x.dim()`, `x.size(1)`, `len(x)`, `x.numel()`), `is None`
 checks, `self.training`, `isinstance` and dtype/device checks are not flagged. A condition read
 through `.item()`/`float()` is FL101's finding; inside a custom `autograd.Function` it is FL108's.
@@ -49,6 +50,7 @@ function called from `forward` (1 compiled region when the form is absent):
 | `done = not (h > 0).any()` (outside a test) | GB0033, the function falls back to eager | 1 (helper eager) | 1 |
 | `[r for r in h if r.sum() > 0]` | GB0170 | 3 | 4 |
 | `assert (h >= 0).all() and h is not None`, `assert t.any() or u.any()`, `assert not t.any()` | GB0170 | 3 | 1 |
+| `if any(t.sum() > 0 for t in parts):`, `if all(h.flatten() > -10):` (backend "eager", `tests/test_gb_forms.py`) | GB0170; over a generator the function then runs eagerly | 0 compiled frames (`any` over a generator) / 1 (`all` over rows), counted with a compile counter | not measured |
 | `if torch.equal(h, h.abs()):` | GB0033 | 3 | 0 (`aten::equal`: CPU proxy blind) |
 | `if torch.allclose(a, b):` / `if t.is_nonzero():` | GB0033 | 3 / 2 | 1 |
 

@@ -36,7 +36,9 @@ comparison, `isnan(...)`, `~m`, `m & n` or a name bound only to such), `masked_s
 `new_empty`/`new_full` sized by a tensor; slices bounded by a tensor (`h[:, : lens.max()]`),
 indexing with a 0-d tensor (`h[lens.argmax()]`, also as a write target: `out[n] = 1`, `out[:, :k] = 0`),
 `narrow` with a tensor start or length, a size, count or shift from a tensor in `view`/`reshape`/
-`expand`/`repeat`/`tile`/`topk`/`kthvalue`/`chunk`/`split`/`roll`/`tril`/`triu`, `torch.eye` and `F.pad`,
+`expand`/`repeat`/`tile`/`topk`/`kthvalue`/`chunk`/`split`/`roll`/`tril`/`triu`/`unfold`/`select`/
+`diagonal`/`movedim`/`squeeze`/`transpose`/`unflatten`/`multinomial`, `torch.eye`, `torch.randint`,
+`F.pad`, `F.interpolate(size=...)` and `F.avg_pool2d`/`F.max_pool2d`,
 and `F.one_hot` without `num_classes`. A masked *write* (`h[mask] = 0`) is not flagged.
 
 ## Why is this bad?
@@ -65,8 +67,9 @@ Sizes, offsets and indices read from a 0-d tensor (measured with torch 2.13.0+cp
 | `h[lens.argmax()]`, `h[:, lens.sum() - 10]` (a 0-d index) | GB0033 | 2 graphs |
 | `h.narrow(1, 0, lens.max())`, `torch.narrow(h, 1, 0, n)` with a tensor `n` | GB0033 | 2 graphs |
 | `F.one_hot(idx)` / `F.one_hot(idx, num_classes=-1)` | GB0246 / GB0033 | 2 frames |
-| `h.view(lens.min() + 1, -1)`, `h[:1].expand(lens.max(), -1)`, `h.repeat(lens.min(), 1)`, `h.chunk(lens.max())`, `h.roll(lens.min(), 0)`, `h.topk(lens.min(), dim=-1)`, `torch.tril(h, lens.min())`, `torch.eye(lens.max() * 2 + 2)`, `F.pad(h, (0, lens.min()))` | GB0033 | 2 graphs |
-| `out[lens.argmax()] = 0` (0-d index of a write) / `out[:, : lens.min()] = 0` | GB0033 / GB0124 | 2 graphs |
+| `h.view(lens.min() + 1, -1)`, `h[:1].expand(lens.max(), -1)`, `h.repeat(lens.min(), 1)`, `h.chunk(lens.max())`, `h.roll(lens.min(), 0)`, `h.topk(lens.min(), dim=-1)`, `torch.tril(h, lens.min())`, `torch.eye(lens.max() * 2 + 2)`, `F.pad(h, (0, lens.min()))` | GB0033 | the break id (`tests/test_gb_forms.py`); regions not counted |
+| `F.interpolate(h[None], size=lens.max() * 2)`, `h.unfold(1, lens.max(), 1)`, `torch.randint(0, lens.max(), (8,))`, `h.select(1, lens.min())`, `F.max_pool2d(h[None], lens.min() + 1)`, `h.unflatten(1, (lens.min() + 1, -1))` | GB0033 | the break id (`tests/test_gb_forms.py`); regions not counted |
+| `out[lens.argmax()] = 0` (0-d index of a write) / `out[:, : lens.min()] = 0` | GB0033 / GB0124 | the break id (`tests/test_gb_forms.py`); regions not counted |
 
 A size that torch makes from Python numbers (`torch.div(seq_len, w, rounding_mode="trunc")`,
 `torch.floor_divide`, `torch.tensor`; transformers' LED and Longformer) is a constant while tracing as

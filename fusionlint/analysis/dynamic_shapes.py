@@ -73,12 +73,27 @@ _SIZE_ARGUMENTS: dict[str, tuple[Optional[tuple[int, ...]], tuple[str, ...]]] = 
     "roll": ((0,), ("shifts",)),
     "tril": ((0,), ("diagonal",)),
     "triu": ((0,), ("diagonal",)),
+    # and, the same way: unfold(0, k, 1), select(0, k), diagonal(k), movedim(0, k - 1), squeeze(k - 1),
+    # transpose(0, k - 1), unflatten(1, (2, k)), multinomial(p, k)
+    "unfold": ((0, 1, 2), ("dimension", "size", "step")),
+    "select": ((0, 1), ("dim", "index")),
+    "diagonal": ((0, 1, 2), ("offset", "dim1", "dim2")),
+    "movedim": ((0, 1), ("source", "destination")),
+    "squeeze": ((0,), ("dim",)),
+    "transpose": ((0, 1), ("dim0", "dim1")),
+    "unflatten": ((0, 1), ("dim", "sizes")),
+    "multinomial": ((0,), ("num_samples",)),
 }
 # the same, as functions of the tensor: positions count the tensor itself
 _SIZE_FUNCTIONS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "torch.eye": ((0, 1), ("n", "m")),
     "torch.nn.functional.pad": ((1,), ("pad",)),
     "torch._C._nn.pad": ((1,), ("pad",)),
+    # measured the same way: F.interpolate(x, size=(k, k)), torch.randint(0, 10, (k,)), F.avg_pool2d(x, k)
+    "torch.nn.functional.interpolate": ((1,), ("size",)),
+    "torch.randint": ((0, 1, 2), ("low", "high", "size")),
+    "torch.nn.functional.avg_pool2d": ((1, 2), ("kernel_size", "stride")),
+    "torch.nn.functional.max_pool2d": ((1, 2), ("kernel_size", "stride")),
 }
 # `narrow(dim, start, length)`: a tensor start or length is read on the host (measured GB0033).
 _NARROW_SIZES = {"method": (1, 2), "torch": (2, 3)}
