@@ -37,7 +37,7 @@ class TensorToPython(Rule):
     message = "tensor converted to a Python value inside compiled code: graph break and host sync"
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
     explains_tensors = True
-    triggers = (".item(", ".tolist(", "float(", "int(", "bool(", "complex(", "range(", "[", "math.", "from math")
+    triggers = (".item(", ".tolist(", "float(", "int(", "bool(", "complex(", "range(", "[", "math.", "from math", "index(")
     gb_ids = ("GB0124", "GB0109", "GB0059", "GB0033")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
@@ -46,7 +46,7 @@ Flags code traced by `torch.compile` that turns a tensor into a Python number or
 `t.item()`, `t.tolist()`, `float(t)`, `int(t)`, `bool(t)` (also inside `range(int(t))`), and the same
 on a numpy value taken from a tensor: `float(t.numpy().mean())`, `t.cpu().numpy().tolist()`; and the
 implicit conversions `range(t)`, a `math` function of a tensor (`math.sqrt(t.sum())`,
-`math.isnan(t.mean())`), and a Python list, `nn.ModuleList` or `nn.Sequential` indexed by a
+`math.isnan(t.mean())`), `operator.index(t)`, a shape indexed by a tensor (`x.shape[t]`), and a Python list, `nn.ModuleList` or `nn.Sequential` indexed by a
 tensor (`self.experts[idx]`, `parts[lens.argmax()]`).
 
 ## Why is this bad?
@@ -214,6 +214,12 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
         if _in_message_lambda(ctx):
             return
         func = node.func
+        if isinstance(func, (cst.Attribute, cst.Name)) and ctx.qualname(func) == "operator.index":
+            if len(node.args) == 1 and ctx.is_tensor(node.args[0].value):
+                # measured, torch 2.13 CPU: `operator.index((x > 0).sum())` -> GB0124
+                ctx.report(node, "`operator.index()` of a tensor reads its value on the host inside compiled code: "
+                                 "graph break (GB0124) and a host sync")
+            return
         if isinstance(func, (cst.Attribute, cst.Name)) and (ctx.qualname(func) or "").startswith("math."):
             arg = next((a.value for a in node.args if a.keyword is None and not a.star and ctx.is_tensor(a.value)), None)
             if arg is not None:
@@ -288,6 +294,14 @@ GB0033 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0033.html
         index = node.slice[0].slice
         if not isinstance(index, cst.Index) or not _JUDGE.strong(index.value, ctx) or _converted_name(index.value, ctx):
             return
+        if _size_of_tensor(node.value, ctx):
+            # measured, torch 2.13 CPU: `x.shape[t]` with a 0-d tensor `t` -> GB0124
+            ctx.report(
+                node,
+                f"`{ctx.code(node)}` indexes a shape with a tensor, which Dynamo turns into a Python int on the host: "
+                "graph break (GB0124) and a host sync; index with a Python int",
+            )
+            return
         if not _python_list(node.value, ctx):
             return
         # measured, torch 2.13 CPU: `parts[lens.argmax()]` on a list, `self.experts[idx](x)` on an
@@ -314,6 +328,15 @@ def _converted_name(expr: cst.BaseExpression, ctx) -> bool:
                     return True
                 if isinstance(func, cst.Name) and func.value in _BUILTINS:
                     return True
+    return False
+
+
+def _size_of_tensor(expr: cst.BaseExpression, ctx) -> bool:
+    """``x.shape`` / ``x.size()`` of a tensor: a torch.Size."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "shape":
+        return ctx.is_tensor(expr.value)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "size" and not expr.args:
+        return ctx.is_tensor(expr.func.value)
     return False
 
 

@@ -18,7 +18,7 @@ class DataDependentControlFlow(Rule):
     effects = (Effect.GRAPH_BREAK, Effect.HOST_SYNC)
     explains_tensors = True
     fix_applicability = Applicability.UNSAFE
-    triggers = ("if ", "while ", "assert ", " and ", " or ", "not ", "equal(", "allclose(", "is_nonzero(", "any(", "all(")
+    triggers = ("if ", "while ", "assert ", " and ", " or ", "not ", "equal(", "allclose(", "is_nonzero(", "any(", "all(", "_assert(")
     gb_ids = ("GB0170", "GB0033")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
@@ -28,7 +28,8 @@ traces: `if`/`elif`/`while` tests, conditional expressions (`a if cond else b`),
 `if` clauses, `and`/`or`/`not` applied to tensors, `assert` tests that take a tensor's truth
 before their last operand (`assert t and u`, `assert not t`), and
 `torch.equal`/`torch.allclose`/`Tensor.is_nonzero` (they return a Python bool computed from values),
-and Python's `any`/`all` over tensor values (`any(t.sum() > 0 for t in parts)`, `all(x > 0)`).
+Python's `any`/`all` over tensor values (`any(t.sum() > 0 for t in parts)`, `all(x > 0)`), and
+`torch._assert(cond, msg)` on a tensor `cond` (GB0033; a plain `assert` compiles into a runtime check).
 Tests on shapes (`x.shape[0] > 8`, `x.dim()`, `x.size(1)`, `len(x)`, `x.numel()`), `is None`
 checks, `self.training`, `isinstance` and dtype/device checks are not flagged. A condition read
 through `.item()`/`float()` is FL101's finding; inside a custom `autograd.Function` it is FL108's.

@@ -70,6 +70,16 @@ _CHECKS = frozenset({"torch._check", "torch._check_value"})
 # TorchScript wrappers: a module they return runs in the TorchScript runtime, which Dynamo cannot trace.
 _JIT_WRAPPERS = frozenset({"torch.jit.script", "torch.jit.freeze"})
 # torch.Generator methods that change or read its state (measured GB7650 for `manual_seed`).
+# torch functions whose tensors Dynamo cannot make: measured, torch 2.13 CPU
+_UNTRACEABLE_FACTORIES = {
+    "torch.nested.nested_tensor": ("GB0090", "a strided nested tensor cannot run on fake tensors"),
+    "torch.sparse_coo_tensor": ("GB0007", "Dynamo skips the sparse constructor"),
+    "torch.sparse_csr_tensor": ("GB0007", "Dynamo skips the sparse constructor"),
+}
+# In-place view ops: on a tensor the compiled function was given, Dynamo refuses them (measured, torch 2.13
+# CPU: `x.unsqueeze_(0)`, `squeeze_()`, `transpose_(0, 1)`, `t_()`, `swapdims_(0, 1)` on a forward
+# argument -> GB0148); on a tensor made inside they trace
+_INPLACE_VIEWS = frozenset({"unsqueeze_", "squeeze_", "transpose_", "t_", "swapdims_", "swapaxes_", "as_strided_"})
 _GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed"})
 _COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
@@ -90,12 +100,14 @@ class UntraceableTensorCall(Rule):
     triggers = (
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
         "Parameter", "repr(", "str(", "%s", "%d", "%f", "%r", "%.", "%i", "%g", "%e", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
-        "_check", "jit.script", "jit.freeze", "Generator", ".__init__(self",
+        "_check", "nested_tensor", "sparse_", "unsqueeze_", "squeeze_", "transpose_", "t_(", "swapdims_", "swapaxes_",
+        "as_strided_", "jit.script", "jit.freeze", "Generator", ".__init__(self",
         *PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
               "GB0206", "GB0225", "GB0264", "GB0119", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650",
-              "GB0059", "GB0208")
+              "GB0059", "GB0208",
+              "GB0090", "GB0148")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
@@ -130,6 +142,9 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `t.to_sparse()` | GB0015 "Attempted to wrap sparse Tensor" |
 | `repr(t)` | GB0569 |
 | `str(t)` | GB0059 "Failed to trace builtin operator" |
+| `torch.nested.nested_tensor([h, h * 2])` | GB0090 |
+| `torch.sparse_coo_tensor(idx, vals, (2, 2))` | GB0007 |
+| `x.unsqueeze_(0)`, `x.squeeze_()`, `x.transpose_(0, 1)`, `x.t_()`, `x.swapdims_(0, 1)` on a forward argument (not on a tensor made inside), also as the variable of `for x in (a, b):` over arguments | GB0148 (in the loop, then GB7000: the frame runs eagerly) |
 | `"v=%s" % t`, `"%.3f" % t` (a tensor formatted with `%`) | GB0208; Dynamo then runs the whole frame eagerly |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
 | `torch.ones(8, requires_grad=True)`, `torch.tensor([...], requires_grad=True)` | GB0225 |
@@ -191,6 +206,10 @@ GB9840 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb9840.html ·
 GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
 """
     VALID = [
+        # an in-place view op on a tensor made inside, or on an argument's re-bound name
+        "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+        "    def forward(self, x, y):\n        h = x * 2\n        h.unsqueeze_(0)\n        y = y + 1\n"
+        "        y.t_()\n        for z in (h, y):\n            z.squeeze_()\n        return h, y\n",
         # modules built in __init__ (not compiled) and a compiled method of ModuleList elements that builds
         # a parameter-free module (its __init__ traces: measured, 0 breaks)
         "import torch\nfrom torch import nn\n\n\nclass Gate(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -227,6 +246,14 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         "        self.sched.random_(3)\n        return x\n",
     ]
     INVALID = [
+        # an in-place view op on an argument, directly or through a loop over arguments
+        Invalid(
+            "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
+            "    def forward(self, a, b):\n        a.unsqueeze_(0)\n        for x in (a, b):\n"
+            "            if x.dim() > 1:\n                x.squeeze_(-1)\n        return a * b\n",
+            line=5,
+            count=2,
+        ),
         # a project module whose __init__ makes parameters, built in forward (measured, torch 2.13 CPU:
         # GB0264 at the first nn.Linear of its __init__, then GB0119 "Uninitialized nn.Module" at
         # super().__init__(); the second nn.Linear runs eagerly: no break there)
@@ -316,6 +343,19 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             return
         if qual in _CHECKS:
             self._check_message(node, qual, ctx)
+            return
+        if qual in _UNTRACEABLE_FACTORIES:
+            gb, why = _UNTRACEABLE_FACTORIES[qual]
+            ctx.report(node, f"`{qual}(...)` in compiled code: {why}: graph break ({gb}); build it outside the "
+                             "compiled region, or keep dense/padded tensors inside it")
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value in _INPLACE_VIEWS and _entry_argument(func.value, ctx):
+            ctx.report(
+                node,
+                f"`{ctx.code(func.value)}.{func.attr.value}()` changes the view of a tensor the compiled function was "
+                f"given: Dynamo refuses in-place view ops on its inputs: graph break (GB0148); use the out-of-place "
+                f"`{ctx.code(func.value)} = {ctx.code(func.value)}.{func.attr.value[:-1]}(...)`",
+            )
             return
         if compiled_module_init(ctx.function) and self._module_init(node, ctx):
             return
@@ -500,6 +540,33 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             "equal or different without running the code: graph break (GB5976); decide it outside the compiled "
             "region, or compare shapes/strides",
         )
+
+
+def _entry_argument(expr: cst.BaseExpression, ctx) -> bool:
+    """A tensor parameter of the compiled entry point (forward, a torch.compile'd function) that the
+    function never re-binds: the caller's tensor itself."""
+    fn = ctx.function
+    if not isinstance(expr, cst.Name) or fn is None or fn.kind not in ("forward", "compiled"):
+        return False
+    table = ctx.bindings()
+    params = fn.node.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+    def argument(name: str) -> bool:
+        return name in names and table.get(name) == [None]
+
+    if argument(expr.value):
+        return ctx.is_tensor(expr)
+    # `for x in (start_positions, end_positions): x.squeeze_(-1)` (transformers' SQuAD heads): each x is an
+    # argument (measured, torch 2.13 CPU: GB0148 in such a loop, then the frame runs eagerly)
+    if expr.value in names or table.get(expr.value) != [None]:
+        return False
+    for loop in iter_nodes(fn.node.body, (cst.For,)):
+        if isinstance(loop.target, cst.Name) and loop.target.value == expr.value:
+            items = loop.iter
+            return (isinstance(items, (cst.Tuple, cst.List)) and bool(items.elements) and all(
+                isinstance(e.value, cst.Name) and argument(e.value.value) for e in items.elements))
+    return False
 
 
 def _init_value(attr: str, ctx) -> Optional[InitValue]:

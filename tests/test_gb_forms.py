@@ -16,7 +16,7 @@ from tests.helpers import need
 from tests.test_fixture_effects import load_module, rule_for, static_findings
 
 _HEAD = (
-    "import math\n\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+    "import math\nimport operator\n\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n"
     "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n        self.lin = nn.Linear(8, 8)\n"
 )
@@ -145,6 +145,24 @@ CASES = [
     ("unflatten-tensor-sizes", "FL103", "GB0033",
      "        return h.unflatten(1, (lens.min() + 1, -1))",
      "        return h.unflatten(1, (2, -1))"),
+    ("torch-assert-tensor", "FL102", "GB0033",
+     "        torch._assert((h > -100).all(), 'out of range')\n        return h * 2",
+     "        assert (h > -100).all(), 'out of range'\n        return h * 2"),
+    ("nested-tensor", "FL112", "GB0090",
+     "        nt = torch.nested.nested_tensor([h, h * 2])\n        return h * nt.size(0)",
+     "        return torch.stack([h, h * 2])"),
+    ("sparse-coo-tensor", "FL112", "GB0007",
+     "        s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), h[0, :2], (2, 2))\n        return s.to_dense() * 2",
+     "        return torch.zeros(2, 2).index_put((torch.tensor([0, 1]), torch.tensor([1, 0])), h[0, :2]) * 2"),
+    ("inplace-view-on-input", "FL112", "GB0148",
+     "        x.unsqueeze_(0)\n        return x * 2",
+     "        x = x.unsqueeze(0)\n        return x * 2"),
+    ("operator-index-tensor", "FL101", "GB0124",
+     "        return h * operator.index(lens.max())",
+     "        return h * operator.index(h.shape[0])"),
+    ("shape-indexed-by-tensor", "FL101", "GB0124",
+     "        return h * h.shape[lens.min()]",
+     "        return h * h.shape[1]"),
     ("module-built-in-forward", "FL112", "GB0264",
      "        return nn.Linear(8, 8)(h)",
      "        return self.lin(h)"),

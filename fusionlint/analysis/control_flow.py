@@ -141,6 +141,14 @@ class ControlFlowChecker:
         func = node.func
         if isinstance(func, cst.Name) and func.value in ("any", "all") and ctx.qualname(func) == func.value:
             return self._python_any(node, func.value, ctx)
+        if ctx.qualname(func) == "torch._assert" and node.args and node.args[0].keyword is None:
+            cond = node.args[0].value
+            if self.judge.strong(cond, ctx) or ctx.is_tensor(cond):
+                # measured, torch 2.13 CPU: `torch._assert((x > -100).all(), "bad")` -> GB0033 (a plain `assert`
+                # on the same tensor compiles into a runtime assert: no break)
+                return [(node, "`torch._assert()` on a tensor condition reads it on the host: graph break (GB0033) "
+                               "and a host sync; a plain `assert cond` on the tensor is compiled into a runtime check",
+                         None)]
         name = None
         if isinstance(func, cst.Attribute) and func.attr.value in BOOL_FROM_VALUES_METHODS:
             if ctx.qualname(func) in BOOL_FROM_VALUES:
