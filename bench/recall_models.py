@@ -232,6 +232,12 @@ def _hf_vision(model_type: str) -> Built:
         embed_dims=[8, 16, 24, 32],
         num_heads=[1, 2, 2, 4],
     )
+    # per type: a window that fits the 8x8 patch grid (swin), group norms over 8 channels (bit), a head
+    # count per stage that divides the stage widths (pvt_v2)
+    extra.update({
+        "swin": {"window_size": 2}, "swinv2": {"window_size": 2}, "bit": {"num_groups": 8},
+        "pvt_v2": {"num_attention_heads": [1, 2, 2, 4]},
+    }.get(model_type, {}))
     cfg = _tiny_config(model_type, extra)
     model = AutoModel.from_config(cfg)
 
