@@ -130,6 +130,9 @@ class TensorJudge:
             return self.strong(expr.value, ctx) and ctx.is_tensor(expr)
         if isinstance(expr, cst.IfExp):
             return self.strong(expr.body, ctx) or self.strong(expr.orelse, ctx)
+        if isinstance(expr, cst.Comparison):  # `(x > -100)` of a strong tensor: a bool tensor
+            return ctx.is_tensor(expr) and (
+                self.strong(expr.left, ctx) or any(self.strong(c.comparator, ctx) for c in expr.comparisons))
         return False
 
     def receiver(self, expr: cst.BaseExpression, method: str, ctx) -> bool:
