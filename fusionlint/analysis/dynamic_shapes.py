@@ -155,7 +155,7 @@ class ShapeChecker:
             # a size torch makes from Python numbers (`torch.div(n, 4, rounding_mode="trunc")`) is a
             # constant while tracing: `_folded_shape` below says when it breaks
             if sized is not None and self._from_numbers(sized, ctx) is None:
-                return self._size_argument(node, positions, keywords, ctx)
+                return [self._size_found(node, sized, ctx)]
         if method and op in _SHAPED_METHODS:
             return self._folded_shape(node, op, text, ctx)
         table = _NEW_FACTORIES if method else _FACTORIES
@@ -319,17 +319,17 @@ class ShapeChecker:
 
     def _size_argument(self, node: cst.Call, positions, keywords, ctx) -> list[Found]:
         sized = self._tensor_size(node, positions, keywords, ctx)
-        if sized is None:
-            return []
-        return [
-            (
-                node,
-                f"`{short(source(ctx, node))}` takes a size from a tensor value (`{short(source(ctx, sized))}`): Dynamo "
-                "reads it on the host: graph break (GB0033) and a host sync; take sizes from shapes (`x.shape[0]`), "
-                "or keep the full size and mask",
-                None,
-            )
-        ]
+        return [] if sized is None else [self._size_found(node, sized, ctx)]
+
+    @staticmethod
+    def _size_found(node: cst.Call, sized: cst.BaseExpression, ctx) -> Found:
+        return (
+            node,
+            f"`{short(source(ctx, node))}` takes a size from a tensor value (`{short(source(ctx, sized))}`): Dynamo "
+            "reads it on the host: graph break (GB0033) and a host sync; take sizes from shapes (`x.shape[0]`), "
+            "or keep the full size and mask",
+            None,
+        )
 
     def _tensor_size(self, node: cst.Call, positions, keywords, ctx) -> Optional[cst.BaseExpression]:
         candidates: list[cst.BaseExpression] = []

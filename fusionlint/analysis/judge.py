@@ -304,7 +304,7 @@ def _weak_params(fn: cst.FunctionDef, ctx) -> frozenset[str]:
 
 def _weakly_derived(nodes, weak: set[str], params: set[str], ctx) -> set[str]:
     """Locals every binding of which only copies, unpacks, indexes or does arithmetic with Python numbers
-    on weak names (``height, width = input_dimensions``, ``n = num_queries // group_detr``, ``for h, w in
+    or sizes (anything that is no tensor) on weak names (``height, width = input_dimensions``, ``n = num_queries // group_detr``, ``for h, w in
     sizes``): no surer tensors than those (found on transformers 5.24: focalnet, maskformer-swin and
     lw-detr's matcher, whose `input_dimensions` and `group_detr` hold Python ints). A method call
     (``lens.max()``) is not a copy: the receiver rule decides that one."""
