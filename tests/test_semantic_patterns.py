@@ -167,6 +167,38 @@ def test_helper_in_another_file_gets_tensor_arguments_and_the_chain(tmp_path):
     assert "`x` is a tensor: passed from Net.forward at models/net.py:11" in found[0].message
 
 
+def test_items_of_lists_and_dicts_of_tensors_are_tensors_across_files_but_the_lists_are_not(tmp_path):
+    # torch 2.13 CPU: `if t.sum() > 0` in the helper breaks (GB0170) whether `t` comes from a dict display,
+    # a list display or a loop over one; `if items:` on the list itself is a Python length test
+    root = project(tmp_path, {
+        "helpers.py": """
+            def gate(t):
+                if t.sum() > 0:
+                    return t
+                return -t
+
+            def count(items):
+                if items:
+                    return len(items)
+                return 0
+            """,
+        "net.py": HEAD + """
+            from helpers import count, gate
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    feats = {"a": x * 2, "b": x}
+                    parts = [x, x + 1]
+                    for p in parts:
+                        x = x + p
+                    return gate(feats["a"]) * count(parts)
+            """,
+    })
+    found = lint(root)
+    assert at(found, "FL102") == [("helpers.py", 2)]
+    assert "`t` is a tensor: passed from Net.forward at net.py:11" in found[0].message
+
+
 def test_helper_reexported_from_package_init(tmp_path):
     root = project(tmp_path, {
         "lib/__init__.py": "from .ops import scale_by_max\n",

@@ -675,6 +675,8 @@ class _Propagation:
             if atom == TENSOR:
                 return True
             what, name = atom
+            if what == "items":  # a list or dict of tensors is not one (its items are: `parts[0]`)
+                continue
             if what == "param":
                 if name in facts.tensor_params:
                     return True

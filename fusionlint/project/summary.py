@@ -21,7 +21,7 @@ from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_t
 from fusionlint.outline import Outline, outline_of
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
-from fusionlint.semantic.values import NOTHING, LocalValues, Value, dotted, function_values, resolve
+from fusionlint.semantic.values import NOTHING, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
 
 # Calls into these never reach project code: not worth a call site.
 _EXTERNAL_ROOTS = frozenset(
@@ -305,7 +305,7 @@ def _surely_no_tensor(node: ast.expr, values, plain: set[str]) -> bool:
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add)):
         return _surely_no_tensor(node.left, values, plain) and _surely_no_tensor(node.right, values, plain)
     if isinstance(node, ast.Name):
-        return node.id in plain and not values.of(node)
+        return node.id in plain and holds_no_tensor(values.of(node))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return node.func.id in _COUNTING_BUILTINS
     return False

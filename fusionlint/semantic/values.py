@@ -7,7 +7,9 @@ A value is a frozenset of *atoms*; it may be a tensor when any atom resolves to 
 - ``("self-call", attr)``: the result of ``self.attr(...)`` (a tensor when ``attr`` is a submodule);
 - ``("self-attr", attr)``: ``self.attr`` (a tensor when it is a parameter, buffer or tensor attribute);
 - ``("call", name)``: the result of ``name(...)`` / ``mod.name(...)`` as written (a tensor when the
-  project function it resolves to returns one).
+  project function it resolves to returns one);
+- ``("items", value)``: a list, tuple, set or dict display whose items (a dict's values) have ``value``:
+  never a tensor itself, but an item taken from it (``parts[0]``, ``feats["a"]``, ``for p in parts``) is.
 
 The empty set means "not known to be a tensor": Python numbers, shapes, strings, lists, ``None``,
 results of unknown calls. Values are computed once per function when its file is summarised and
@@ -70,7 +72,8 @@ class LocalValues:
         self.params = frozenset(params)
 
     def bind(self, target: ast.expr, value: Value) -> bool:
-        """Join ``value`` into the names ``target`` binds; True when something changed."""
+        """Join ``value`` into the names ``target`` binds; True when something changed (unpacking takes
+        the items of a display: ``a, b = parts``)."""
         if isinstance(target, ast.Name):
             old = self.env.get(target.id, NOTHING)
             new = old | value
@@ -81,6 +84,7 @@ class LocalValues:
         if isinstance(target, (ast.Tuple, ast.List)):
             # unpacking a tensor walks its first dimension: every element is a tensor
             changed = False
+            value = items_of(value)
             for element in target.elts:
                 if isinstance(element, ast.Starred):
                     element = element.value
@@ -112,7 +116,12 @@ class LocalValues:
                 out = out | self.of(comparator)
             return out
         if isinstance(node, ast.Subscript):
-            return self.of(node.value)
+            base = self.of(node.value)
+            return base if isinstance(node.slice, ast.Slice) else items_of(base)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return _items(self.of(e.value if isinstance(e, ast.Starred) else e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return _items(self.of(v) for v in node.values)
         if isinstance(node, ast.IfExp):
             return self.of(node.body) | self.of(node.orelse)
         if isinstance(node, ast.NamedExpr):
@@ -157,13 +166,42 @@ def function_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str
             pairs.append((node.target, node.iter))
         elif isinstance(node, ast.comprehension):
             pairs.append((node.target, node.iter))
+    loops = {id(n.target) for n in body_nodes if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))}
     for _ in range(3):
         changed = False
         for target, value in pairs:
-            changed |= values.bind(target, values.of(value))
+            found = values.of(value)
+            if id(target) in loops and not isinstance(target, (ast.Tuple, ast.List)):
+                found = items_of(found)  # `for p in parts`: an item (a tensor's row stays a tensor)
+            changed |= values.bind(target, found)
         if not changed:
             break
     return values
+
+
+def _items(values) -> Value:
+    inner: Value = NOTHING
+    for v in values:
+        inner = inner | v
+    return frozenset({("items", inner)}) if inner else NOTHING
+
+
+def items_of(value: Value) -> Value:
+    """What an item of ``value`` may be: a display's items; a tensor's row (or anything else) as itself."""
+    if not any(type(atom) is tuple and atom[0] == "items" for atom in value):
+        return value
+    out: set = set()
+    for atom in value:
+        if type(atom) is tuple and atom[0] == "items":
+            out.update(atom[1])
+        else:
+            out.add(atom)
+    return frozenset(out)
+
+
+def holds_no_tensor(value: Value) -> bool:
+    """Not a tensor by any atom (a display of tensors is not one)."""
+    return all(type(atom) is tuple and atom[0] == "items" for atom in value)
 
 
 def resolves_to_tensor(value: Value, atom_is_tensor: Callable[[object], bool]) -> bool:
