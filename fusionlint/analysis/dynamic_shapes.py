@@ -121,6 +121,10 @@ class ShapeChecker:
         elif isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
             if not qual.startswith("torch.") and self.judge.receiver(func.value, func.attr.value, ctx):
                 op, method = func.attr.value, True
+            elif (func.attr.value == "split" and ctx.is_tensor(func.value)
+                  and self._tensor_size(node, *_SIZE_ARGUMENTS["split"], ctx) is not None):
+                # `x.split(k)` of a forward argument: str.split shares the name, but not a tensor size
+                op, method = "split", True
         if op is None:
             return []
         def text() -> str:  # the call as written, for a message: rendered only when there is one
