@@ -171,7 +171,7 @@ def function_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str
         changed = False
         for target, value in pairs:
             found = values.of(value)
-            if id(target) in loops and not isinstance(target, (ast.Tuple, ast.List)):
+            if id(target) in loops:
                 found = items_of(found)  # `for p in parts`: an item (a tensor's row stays a tensor)
             changed |= values.bind(target, found)
         if not changed:
@@ -186,13 +186,17 @@ def _items(values) -> Value:
     return frozenset({("items", inner)}) if inner else NOTHING
 
 
+def _is_items(atom) -> bool:
+    return type(atom) is tuple and atom[0] == "items"
+
+
 def items_of(value: Value) -> Value:
     """What an item of ``value`` may be: a display's items; a tensor's row (or anything else) as itself."""
-    if not any(type(atom) is tuple and atom[0] == "items" for atom in value):
+    if not any(_is_items(atom) for atom in value):
         return value
     out: set = set()
     for atom in value:
-        if type(atom) is tuple and atom[0] == "items":
+        if _is_items(atom):
             out.update(atom[1])
         else:
             out.add(atom)
@@ -201,7 +205,7 @@ def items_of(value: Value) -> Value:
 
 def holds_no_tensor(value: Value) -> bool:
     """Not a tensor by any atom (a display of tensors is not one)."""
-    return all(type(atom) is tuple and atom[0] == "items" for atom in value)
+    return all(_is_items(atom) for atom in value)
 
 
 def resolves_to_tensor(value: Value, atom_is_tensor: Callable[[object], bool]) -> bool:
