@@ -63,8 +63,8 @@ class UntraceablePython(Rule):
     name = "untraceable-python"
     message = "Python that torch.compile cannot trace (or traces differently from eager) in compiled code"
     effects = (Effect.GRAPH_BREAK, Effect.RECOMPILE, Effect.SILENT_DIVERGENCE)
-    triggers = ("deepcopy", "random", "class ", "sorted(", "compiling")
-    gb_ids = ("GB4198", "GB0033", "GB0294", "GB0007", "GB8977", "GB0207", "GB0059", "GB0088")
+    triggers = ("deepcopy", "random", "class ", "sorted(", "compiling", "__class__")
+    gb_ids = ("GB4198", "GB0033", "GB0294", "GB0007", "GB8977", "GB0207", "GB0059", "GB0088", "GB4271", "GB0058", "GB0297")
     measured_on = ("torch 2.13.0 CPU", "torch 2.11.0 H200")
     docs = """
 ## What it does
@@ -72,7 +72,8 @@ Flags Python calls and statements that Dynamo cannot trace, in code that `torch.
 - `copy.deepcopy(<tensor>)` (also of a list/tuple/dict display holding a tensor);
 - a Python scalar drawn from `np.random` (`np.random.rand()`, `np.random.uniform(a, b)`, ... no `size`),
   `np.random.choice`, numpy.random functions torch cannot trace (`permutation`, `beta`, ...), and
-  draws from Python's `random` module;
+  draws from Python's `random` module, and `random.Random(...)` built with keyword arguments;
+- assigning `obj.__class__` (of a Python object, a module or a tensor);
 - an array drawn from `np.random` (`np.random.rand(32)`, `np.random.normal(0, 1, size=n)`);
 - a `class` statement;
 - `sorted(...)` over tensor values (no `key`, or a `key` that computes on the tensors);
@@ -102,6 +103,11 @@ Measured with torch 2.13.0 on CPU, each form inside Linear → relu → <form> �
   compiled region): `np.random.seed()` has no effect on it, numpy's state does not advance, and
   `torch.manual_seed` changes the result; eager is the exact opposite. Eager and compiled outputs
   differ even with both seeds fixed. torch 2.11 CUDA behaves the same (truth table h11).
+- `random.Random(x=1)`: graph break GB0297 "random.Random() with improper arguments"
+  (`random.Random()` and `random.Random(1)` trace).
+- `self.helper.__class__ = Other` (a Python object), `self.sub.__class__ = Other` (an `nn.Linear`
+  swapped for a subclass): graph break GB4271 "__class__ assignment on user-defined object";
+  `y.__class__ = MyTensor` on a tensor: GB0058 "Failed to set tensor attribute".
 - `class Gate: ...` inside forward: graph break GB8977 "Invalid call to `__build_class__`", and the
   resumed frame guards on the identity of the new class object, so **every call recompiles**:
   8 recompiles, then `recompile_limit` is hit and the rest of forward runs eagerly.
@@ -151,6 +157,10 @@ GB0207 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0207.html ·
 GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
 """
     VALID = [
+        # a seed given positionally; __class__ read, or assigned outside compiled code
+        "import random\nimport torch\nfrom torch import nn\nclass M(nn.Module):\n    def swap(self, cls):\n"
+        "        self.state.__class__ = cls\n    def forward(self, x):\n        r = random.Random(1)\n"
+        "        return x * 2 if x.__class__ is torch.Tensor else x\n",
         # the eager-only default is passed on to a helper (which may accept None), or tested again first
         "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
         "        if mask is None and not torch.compiler.is_compiling():\n            mask = torch.ones(x.shape[:-1])\n"
@@ -178,6 +188,12 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         "        return x * Gate.k + torch.rand(32) * 0.01\n",
     ]
     INVALID = [
+        Invalid(
+            "import random\nimport torch\nfrom torch import nn\nclass Plain:\n    pass\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        self.state.__class__ = Plain\n        r = random.Random(x=1)\n"
+            "        return x * 2\n",
+            count=2,
+        ),
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n    def forward(self, x, mask=None):\n"
             "        if mask is None and not torch.compiler.is_compiling():\n            mask = torch.ones(x.shape[:-1])\n"
@@ -229,6 +245,11 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
             self._deepcopy(node, ctx)
         elif qual.startswith("numpy.random.") and qual.count(".") == 2:
             self._np_random(node, qual.rsplit(".", 1)[-1], ctx)
+        elif qual == "random.Random" and any(a.keyword is not None or a.star == "**" for a in node.args):
+            # measured, torch 2.13 CPU: random.Random(x=1) -> GB0297; random.Random() and random.Random(1) trace
+            ctx.report(node, f"`{ctx.code(node.func)}(...)` with keyword arguments in compiled code: Dynamo only "
+                             "models `random.Random()` with at most one positional seed: graph break (GB0297); "
+                             "pass the seed positionally, or build the generator outside the compiled code")
         elif qual.startswith("random.") and qual.count(".") == 1 and ctx.file.aliases.get("random") == "random":
             fn = qual.split(".", 1)[1]
             if fn in _PY_RANDOM:
@@ -239,6 +260,21 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
                 )
         elif qual == "sorted" and isinstance(node.func, cst.Name):
             self._sorted(node, ctx)
+
+    # -- __class__ assignment --------------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        if ctx.function is None:
+            return
+        for target in node.targets:
+            t = target.target
+            if not (isinstance(t, cst.Attribute) and t.attr.value == "__class__"):
+                continue
+            if ctx.is_tensor(t.value):
+                why = "Dynamo cannot set a tensor's attribute with a C setter: graph break (GB0058)"
+            else:
+                why = "Dynamo does not support re-assigning `__class__`: graph break (GB4271)"
+            ctx.report(t, f"assigning `{ctx.code(t)}` in compiled code: {why}; choose the class when the "
+                          "object is built, outside the compiled region")
 
     def _deepcopy(self, node: cst.Call, ctx) -> None:
         if not node.args or node.args[0].keyword is not None:

@@ -14,6 +14,7 @@ _CALLS = {
     "torch._dynamo.decorators.skip_frame": ("Dynamo skips the whole function: all of it runs eagerly", "GB4297"),
     "torch._dynamo.step_unsupported": ("Dynamo skips the whole function: all of it runs eagerly", "GB0275"),
     "torch._dynamo.decorators.step_unsupported": ("Dynamo skips the whole function: all of it runs eagerly", "GB0275"),
+    "torch._dynamo.comptime.comptime.graph_break": ("the graph ends here and tracing resumes in a new graph", "GB0030"),
 }
 
 
@@ -23,12 +24,13 @@ class ExplicitGraphBreak(Rule):
     message = "explicit `torch._dynamo.graph_break()` in compiled code: graph break"
     effects = (Effect.GRAPH_BREAK,)
     triggers = ("graph_break", "skip_frame", "step_unsupported")
-    gb_ids = ("GB0025", "GB4297", "GB0275", "GB4636")
+    gb_ids = ("GB0025", "GB4297", "GB0275", "GB4636", "GB0030")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
-Flags calls of `torch._dynamo.graph_break()`, `torch._dynamo.skip_frame()` and
-`torch._dynamo.step_unsupported()` (however imported) in code that `torch.compile` traces.
+Flags calls of `torch._dynamo.graph_break()`, `torch._dynamo.skip_frame()`,
+`torch._dynamo.step_unsupported()` and `comptime.graph_break()` (`from torch._dynamo.comptime
+import comptime`; however imported) in code that `torch.compile` traces.
 
 ## Why is this bad?
 They exist to break the graph on purpose, and are often left behind after debugging. Measured with
@@ -39,7 +41,9 @@ torch 2.13.0 on CPU (backend "eager", `x.relu()` before the call and `+ 1` after
 - `torch._dynamo.skip_frame()`: GB4297 "Call to `torch._dynamo.skip_frame()`", and Dynamo skips the
   whole function ("Skipping the function and falling back to eager"): nothing of it is compiled;
 - `torch._dynamo.step_unsupported()`: also skips the function (reported as GB0275
-  "step_unsupported() with empty checkpoint"; the registry's id for the call is GB4636).
+  "step_unsupported() with empty checkpoint"; the registry's id for the call is GB4636);
+- `comptime.graph_break()`: 1 break site, GB0030 "ComptimeContext graph break" (`comptime.print(...)`
+  does not break).
 
 torch 2.13 has no `torch.compiler.graph_break`; only the `torch._dynamo` names exist.
 
@@ -98,6 +102,11 @@ GB4636 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4636.html
         Invalid(
             "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
             "        torch._dynamo.step_unsupported()\n        return x\n",
+            line=6,
+        ),
+        Invalid(
+            "import torch\nfrom torch._dynamo.comptime import comptime\n\n@torch.compile\ndef f(x):\n"
+            "    comptime.graph_break()\n    return x.sin()\n",
             line=6,
         ),
     ]

@@ -80,6 +80,19 @@ _UNTRACEABLE_FACTORIES = {
 # CPU: `x.unsqueeze_(0)`, `squeeze_()`, `transpose_(0, 1)`, `t_()`, `swapdims_(0, 1)` on a forward
 # argument -> GB0148); on a tensor made inside they trace
 _INPLACE_VIEWS = frozenset({"unsqueeze_", "squeeze_", "transpose_", "t_", "swapdims_", "swapaxes_", "as_strided_"})
+# torch.distributed collectives: with async_op=True Dynamo refuses them (measured GB0172 for all_reduce, and
+# GB0156 at the returned work's `.wait()`)
+_COLLECTIVES = frozenset(
+    f"torch.distributed.{n}"
+    for n in (
+        "all_reduce all_gather all_gather_into_tensor reduce_scatter reduce_scatter_tensor broadcast all_to_all "
+        "all_to_all_single reduce gather scatter barrier"
+    ).split()
+)
+# the higher-order op behind nested_compile_region, which Dynamo refuses to be handed directly
+_INVOKE_SUBGRAPH = frozenset({
+    "torch._higher_order_ops.invoke_subgraph.invoke_subgraph", "torch._higher_order_ops.invoke_subgraph",
+})
 _GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed"})
 _COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
@@ -101,13 +114,13 @@ class UntraceableTensorCall(Rule):
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
         "Parameter", "repr(", "str(", "%s", "%d", "%f", "%r", "%.", "%i", "%g", "%e", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
         "_check", "nested_tensor", "sparse_", "unsqueeze_", "squeeze_", "transpose_", "t_(", "swapdims_", "swapaxes_",
-        "as_strided_", "jit.script", "jit.freeze", "Generator", ".__init__(self",
+        "as_strided_", "jit.script", "jit.freeze", "Generator", ".__init__(self", "astype", "uniform_", "register_hook", "async_op", "invoke_subgraph",
         *PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
               "GB0206", "GB0225", "GB0264", "GB0119", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650",
               "GB0059", "GB0208",
-              "GB0090", "GB0148")
+              "GB0090", "GB0148", "GB0250", "GB0110", "GB0100", "GB0172", "GB0017")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
@@ -132,7 +145,7 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `t.is_inference()` | GB0045 |
 | `torch.is_inference_mode_enabled()` | GB0046 |
 | `torch.jit.isinstance(t, torch.Tensor)`, `torch.jit.isinstance([1], List[int])` | GB0007 "Attempted to call function marked as skipped" |
-| `t.requires_grad_()` on an intermediate / on an input | GB8985 / GB0125 |
+| `t.requires_grad_()` on an input / on a tensor made in the function that leaves it (returned, stored on `self`, handed to other code) | GB0125 / GB8985 "intermediate leaked as output" |
 | `t.requires_grad = True` | GB0206 |
 | `t.resize_(32)`, `t.resize_as_(other)` | GB0126, GB0127 |
 | `t.random_(0, 10)` | GB0107 |
@@ -142,7 +155,9 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `t.to_sparse()` | GB0015 "Attempted to wrap sparse Tensor" |
 | `repr(t)` | GB0569 |
 | `str(t)` | GB0059 "Failed to trace builtin operator" |
-| `torch.nested.nested_tensor([h, h * 2])` | GB0090 |
+| `torch.nested.nested_tensor([h, h * 2])`, `torch.nested.as_nested_tensor([h, h * 2])` (not with `layout=torch.jagged`) | GB0090 |
+| `invoke_subgraph(body, "sub", h)` (`from torch._higher_order_ops.invoke_subgraph import invoke_subgraph`) | GB0017, GB0208 |
+| `dist.all_reduce(h, async_op=True)` (any `torch.distributed` collective with `async_op=True`; gloo, one process) | GB0172, then GB0156 at `work.wait()` |
 | `torch.sparse_coo_tensor(idx, vals, (2, 2))` | GB0007 |
 | `x.unsqueeze_(0)`, `x.squeeze_()`, `x.transpose_(0, 1)`, `x.t_()`, `x.swapdims_(0, 1)` on a forward argument (not on a tensor made inside), also as the variable of `for x in (a, b):` over arguments | GB0148 (in the loop, then GB7000: the frame runs eagerly) |
 | `"v=%s" % t`, `"%.3f" % t` (a tensor formatted with `%`) | GB0208; Dynamo then runs the whole frame eagerly |
@@ -159,6 +174,9 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `torch._check(cond, lambda: f"got {h.shape}")` (the lambda reads the tensor `h`) | GB9158 "Can't convert torch._check*() message closure" |
 | `self.g.manual_seed(1)` with `self.g = torch.Generator()` | GB7650 "torch.Generator method" |
 | `self.scripted(h)` with `self.scripted = torch.jit.script(nn.Linear(8, 8))` | GB4695; the frame falls back to eager (0 compiled graphs) |
+| `a.astype(object)`, `a.astype("O")` on a numpy array | GB0250 "ndarray.astype(object)" |
+| `t.uniform_(**{"from": 0.0, "to": 1.0})` | GB0110 "Tensor.uniform_ op called with `from` keyword" |
+| `global HANDLE` then `HANDLE = self.w.register_hook(fn)` | GB0100 "Storing Tensor hook handle in globals"; the frame falls back to eager |
 
 `tests/test_gb_forms.py` re-measures the rows from `nn.Linear(...)` down. Not flagged, because they
 measured no break: `torch._check(cond)`, `torch._check(cond, lambda: "need rows")`, a lambda over a
@@ -166,7 +184,8 @@ Python int (`rows = h.shape[0]; torch._check(rows > 0, lambda: f"got {rows}")`),
 modules built in forward (`nn.Softmax(dim=-1)(h)`, `nn.Upsample(...)`, `nn.Dropout(...)`), and
 `t.data_ptr()` read without a comparison.
 
-`t.requires_grad_(False)`, `torch.zeros(8, requires_grad=False)`, the builtin `isinstance(t, torch.Tensor)`,
+`y = torch.ones(4, 8); y.requires_grad_()` with `y` only used to compute other tensors (`h * y`, `y.sum()`), `a.astype(np.float32)`,
+`t.uniform_(0.0, to=1.0)`, `t.requires_grad_(False)`, `torch.zeros(8, requires_grad=False)`, the builtin `isinstance(t, torch.Tensor)`,
 `torch.jit.is_scripting()` and `torch.jit.annotate(...)` do not break (measured). The
 fixture (`fixtures/FL112_untraceable_tensor_call`, Linear → relu → `* torch.ones(32,
 requires_grad=True)` → Linear → sigmoid) shows 1 break site at the factory call and 2 compiled
@@ -229,7 +248,16 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         "        self.w = nn.Parameter(torch.ones(8))\n\n    def forward(self, x):\n        x.data = x * 2\n"
         "        self.w.data = self.w.data * 0.5\n        p = x.data_ptr()\n"
         "        return nn.Softmax(dim=-1)(x) + nn.LayerNorm(8, elementwise_affine=False)(x)\n",
-        # requires_grad_(False) and requires_grad=False do not break
+        # requires_grad_(False) and requires_grad=False do not break; nor does requires_grad_() on a tensor made
+        # here that only feeds other tensors, nor a numeric astype, nor uniform_ without `from`, nor a local hook handle
+        "import numpy as np\nimport torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+        "        y = torch.ones(4, 8)\n        y.requires_grad_()\n        a = np.ones(3).astype(np.float32)\n"
+        "        z = torch.empty(4, 8)\n        z.uniform_(0.0, to=1.0)\n        handle = x.register_hook(lambda g: g)\n"
+        "        return x * y + y.sum() + z\n",
+        # jagged nested tensors trace; a blocking collective traces
+        "import torch\nimport torch.distributed as dist\nfrom torch import nn\n\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        nt = torch.nested.as_nested_tensor([x, x * 2], layout=torch.jagged)\n"
+        "        dist.all_reduce(x, async_op=False)\n        return x\n",
         "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
         "        y = x.relu() * 2\n        y.requires_grad_(False)\n        return y * torch.zeros(8, requires_grad=False)\n",
         # parameters created in __init__ (not compiled)
@@ -329,6 +357,29 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             "        y = x.relu()\n        y.requires_grad_()\n        return repr(y)\n",
             count=2,
         ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        y = torch.ones(4, 8)\n        y.requires_grad_()\n        return x * 2, y\n",
+            line=7,
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n"
+            "        labels = np.arange(3).astype(object)\n        z = torch.empty(4, 8)\n"
+            "        z.uniform_(**{'from': 0.0, 'to': 1.0})\n        return x * z\n",
+            count=2,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nHANDLE = None\n\nclass M(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.w = nn.Parameter(torch.ones(8))\n\n    def forward(self, x):\n"
+            "        global HANDLE\n        HANDLE = self.w.register_hook(lambda g: g * 2)\n        return x * self.w\n",
+            line=13,
+        ),
+        Invalid(
+            "import torch\nimport torch.distributed as dist\nfrom torch import nn\n\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        nt = torch.nested.as_nested_tensor([x, x * 2])\n"
+            "        work = dist.all_reduce(x, async_op=True)\n        work.wait()\n        return x\n",
+            count=2,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
@@ -343,6 +394,22 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             return
         if qual in _CHECKS:
             self._check_message(node, qual, ctx)
+            return
+        if qual == "torch.nested.as_nested_tensor" and not _jagged(node, ctx):
+            # measured, torch 2.13 CPU: the strided default -> GB0090; layout=torch.jagged traces
+            ctx.report(node, "`torch.nested.as_nested_tensor(...)` with the default strided layout in compiled code: a "
+                             "strided nested tensor cannot run on fake tensors: graph break (GB0090); pass "
+                             "`layout=torch.jagged`, or keep padded tensors")
+            return
+        if qual in _INVOKE_SUBGRAPH:
+            # measured, torch 2.13 CPU: GB0017 (and GB0208) at the call
+            ctx.report(node, "`invoke_subgraph(...)` called directly in compiled code: Dynamo does not support it: graph "
+                             "break (GB0017); mark the function with `@torch.compiler.nested_compile_region` instead")
+            return
+        if qual in _COLLECTIVES and _is_true(_keyword(node, "async_op") or cst.Name("False")):
+            ctx.report(node, f"`{ctx.code(node.func)}(..., async_op=True)` in compiled code: torch.compile does not "
+                             "support asynchronous collectives: graph break (GB0172), and another at the work's "
+                             "`.wait()`; call it with `async_op=False` (the default) inside the compiled region")
             return
         if qual in _UNTRACEABLE_FACTORIES:
             gb, why = _UNTRACEABLE_FACTORIES[qual]
@@ -413,12 +480,27 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             ctx.report(node, "`str(<tensor>)` in compiled code needs the tensor's values: graph break (GB0059); format "
                              "shapes or Python numbers, or build the text outside the compiled code")
             return
+        if isinstance(func, cst.Attribute) and func.attr.value == "astype" and node.args and _object_dtype(node.args[0].value, ctx):
+            # measured, torch 2.13 CPU: `np.ones(3).astype(object)` and `.astype("O")` -> GB0250
+            ctx.report(node, "`.astype(object)` in compiled code: torch has no object dtype for a traced numpy array: "
+                             "graph break (GB0250); keep object arrays outside the compiled region")
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "uniform_" and _from_keyword(node):
+            ctx.report(node, "`.uniform_()` called with the `from` keyword (through `**{...}`): Dynamo does not support it: "
+                             "graph break (GB0110); pass the bounds positionally (`t.uniform_(low, high)`)")
+            return
         if not isinstance(func, cst.Attribute) or func.attr.value not in _METHODS:
             return
         method = func.attr.value
         if method == "requires_grad_" and node.args and not _is_true(node.args[0].value):
             return  # requires_grad_(False) traces (measured); a variable: cannot tell
         if not ctx.is_tensor(func.value):
+            return
+        if (method == "requires_grad_" and isinstance(ctx.parent, cst.Expr) and _intermediate(func.value, ctx)
+                and _stays_local(func.value.value, ctx)):
+            # measured, torch 2.13 CPU: on a tensor made in the function it breaks (GB8985 "intermediate leaked
+            # as output") when that tensor itself leaves the function (returned, stored on `self`); used only
+            # to compute other tensors (`h * y`, `y.sum()`), it traces
             return
         gb, why = _METHODS[method]
         ctx.report(node, f"`.{method}()` on a tensor in compiled code: {why} under torch.compile: graph break ({gb})")
@@ -483,6 +565,11 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 )
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        if _stores_hook_handle_globally(node, ctx):
+            # measured, torch 2.13 CPU: GB0100, and the frame falls back to eager
+            ctx.report(node, "a tensor hook's handle stored in a global in compiled code: Dynamo does not support "
+                             "it: graph break (GB0100), and the whole function runs eagerly; register the hook "
+                             "outside the compiled region, or keep the handle local")
         for target in node.targets:
             t = target.target
             if not isinstance(t, cst.Attribute):
@@ -615,6 +702,63 @@ def _data_ptr(expr: cst.BaseExpression, ctx) -> bool:
         isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "data_ptr"
         and not expr.args and ctx.is_tensor(expr.func.value)
     )
+
+
+def _jagged(call: cst.Call, ctx) -> bool:
+    layout = _keyword(call, "layout")
+    return layout is not None and ctx.qualname(layout) == "torch.jagged"
+
+
+def _object_dtype(expr: cst.BaseExpression, ctx) -> bool:
+    """``object``, ``"O"``, ``"object"``: numpy's object dtype, which torch cannot represent."""
+    if isinstance(expr, cst.Name) and expr.value == "object":
+        return True
+    return isinstance(expr, cst.SimpleString) and expr.evaluated_value in ("O", "object")
+
+
+def _from_keyword(call: cst.Call) -> bool:
+    """``**{"from": ...}``: the only way to pass ``uniform_``'s ``from`` bound by name."""
+    for arg in call.args:
+        if arg.star == "**" and isinstance(arg.value, cst.Dict):
+            for element in arg.value.elements:
+                key = getattr(element, "key", None)
+                if isinstance(key, cst.SimpleString) and key.evaluated_value == "from":
+                    return True
+    return False
+
+
+def _stores_hook_handle_globally(node: cst.Assign, ctx) -> bool:
+    """``HANDLE = t.register_hook(fn)`` where the function declares ``global HANDLE``."""
+    value = node.value
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "register_hook"):
+        return False
+    if ctx.function is None:
+        return False
+    declared = {n.name.value for g in iter_nodes(ctx.function.node.body, (cst.Global,)) for n in g.names}
+    return any(isinstance(t.target, cst.Name) and t.target.value in declared for t in node.targets)
+
+
+def _stays_local(name: str, ctx) -> bool:
+    """Every use of the local tensor ``name`` in the function computes a new value from it (an operand, a
+    method's receiver, an argument of a torch function) or re-binds it: it is never returned, stored or
+    handed to other code, so no graph output can be the tensor itself."""
+    safe: set[int] = set()
+    kinds = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.Attribute, cst.Call, cst.AssignTarget)
+    for node in iter_nodes(ctx.function.node.body, kinds):
+        if isinstance(node, cst.BinaryOperation):
+            safe.update((id(node.left), id(node.right)))
+        elif isinstance(node, cst.UnaryOperation):
+            safe.add(id(node.expression))
+        elif isinstance(node, cst.Comparison):
+            safe.update((id(node.left), *(id(c.comparator) for c in node.comparisons)))
+        elif isinstance(node, cst.Attribute):
+            safe.add(id(node.value))
+        elif isinstance(node, cst.AssignTarget):
+            safe.add(id(node.target))
+        elif (ctx.qualname(node.func) or "").startswith("torch."):
+            safe.update(id(a.value) for a in node.args)
+    uses = [n for n in iter_nodes(ctx.function.node.body, (cst.Name,)) if n.value == name]
+    return all(id(n) in safe for n in uses)
 
 
 def _intermediate(expr: cst.BaseExpression, ctx) -> bool:

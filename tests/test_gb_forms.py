@@ -16,7 +16,11 @@ from tests.helpers import need
 from tests.test_fixture_effects import load_module, rule_for, static_findings
 
 _HEAD = (
-    "import math\nimport operator\n\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+    "import math\nimport operator\nimport random\n\nimport numpy as np\nimport torch\nimport torch.distributed as dist\n"
+    "import torch.nn.functional as F\nfrom torch import nn\nfrom torch._dynamo.comptime import comptime\n"
+    "from torch._higher_order_ops.invoke_subgraph import invoke_subgraph\n\nHANDLE = None\n\n\n"
+    "class Plain:\n    pass\n\n\nclass Other:\n    pass\n\n\nclass Tagged(torch.Tensor):\n    pass\n\n\n"
+    "def _doubled(t):\n    return t * 2\n\n\nclass Model(nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n"
     "        self.experts = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])\n        self.lin = nn.Linear(8, 8)\n"
 )
@@ -172,6 +176,38 @@ CASES = [
     ("module-built-in-forward", "FL112", "GB0264",
      "        return nn.Linear(8, 8)(h)",
      "        return self.lin(h)"),
+    ("class-assign-object", "FL106", "GB4271",
+     "        self.state.__class__ = Other\n        return h * 2",
+     "        return h * 2",
+     "        self.state = Plain()\n"),
+    ("class-assign-tensor", "FL106", "GB0058",
+     "        y = h * 2\n        y.__class__ = Tagged\n        return y",
+     "        return h * 2"),
+    ("random-generator-keyword-seed", "FL106", "GB0297",
+     "        r = random.Random(x=1)\n        return h * r.random()",
+     "        r = random.Random(1)\n        return h * r.random()"),
+    ("comptime-graph-break", "FL109", "GB0030",
+     "        comptime.graph_break()\n        return h * 2",
+     "        comptime.print('here')\n        return h * 2"),
+    ("numpy-astype-object", "FL112", "GB0250",
+     "        labels = np.arange(3).astype(object)\n        return h * 2",
+     "        labels = np.arange(3).astype(np.float32)\n        return h * 2"),
+    ("uniform-from-keyword", "FL112", "GB0110",
+     "        z = torch.empty(4, 8)\n        z.uniform_(**{'from': 0.0, 'to': 1.0})\n        return h * z",
+     "        z = torch.empty(4, 8)\n        z.uniform_(0.0, 1.0)\n        return h * z"),
+    ("hook-handle-in-global", "FL112", "GB0100",
+     "        global HANDLE\n        HANDLE = self.w.register_hook(lambda g: g * 2)\n        return h * self.w",
+     "        return h * self.w",
+     "        self.w = nn.Parameter(torch.ones(8))\n"),
+    ("invoke-subgraph-directly", "FL112", "GB0017",
+     "        return invoke_subgraph(_doubled, 'sub', h)",
+     "        return _doubled(h)"),
+    ("nested-strided-from-list", "FL112", "GB0090",
+     "        nt = torch.nested.as_nested_tensor([h, h * 2])\n        return h * 2",
+     "        nt = torch.nested.as_nested_tensor([h, h * 2], layout=torch.jagged)\n        return h * 2"),
+    ("requires-grad-intermediate-leaves", "FL112", "GB8985",
+     "        y = torch.ones(4, 8)\n        y.requires_grad_()\n        self.saved = y\n        return h * 2",
+     "        y = torch.ones(4, 8)\n        y.requires_grad_()\n        return h * y + y.sum()"),
 ]
 
 
@@ -197,6 +233,31 @@ def _measure(path: Path):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_form_breaks_and_its_fix_does_not(case, tmp_path: Path):
+    _check_form(case, tmp_path)
+
+
+@pytest.fixture
+def _one_process_group():
+    """torch.distributed with one gloo process over an in-memory store: no port, no network."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        pytest.skip("this torch build has no torch.distributed")
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_async_collective_breaks_and_a_blocking_one_does_not(tmp_path: Path, _one_process_group):
+    _check_form(
+        ("async-collective", "FL112", "GB0172",
+         "        work = dist.all_reduce(h, async_op=True)\n        work.wait()\n        return h * 2",
+         "        dist.all_reduce(h)\n        return h * 2"),
+        tmp_path,
+    )
+
+
+def _check_form(case, tmp_path: Path) -> None:
     name, code, gb, bad_body, good_body, *init = case
     head = _HEAD + "".join(init) + _FORWARD
     rule = rule_for(code)
