@@ -114,13 +114,13 @@ class UntraceableTensorCall(Rule):
         "is_inference", "requires_grad", "resize_", "random_", "share_memory_", "retain_grad", "backward",
         "Parameter", "repr(", "str(", "%s", "%d", "%f", "%r", "%.", "%i", "%g", "%e", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
         "_check", "nested_tensor", "sparse_", "unsqueeze_", "squeeze_", "transpose_", "t_(", "swapdims_", "swapaxes_",
-        "as_strided_", "jit.script", "jit.freeze", "Generator", ".__init__(self", "astype", "uniform_", "register_hook", "async_op", "invoke_subgraph",
+        "as_strided_", "jit.script", "jit.freeze", "Generator", ".__init__(self", "astype", "uniform_", "register_hook", "async_op", "invoke_subgraph", "Buffer",
         *PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
               "GB0206", "GB0225", "GB0264", "GB0119", "GB0569", "GB0056", "GB0058", "GB5976", "GB0015", "GB9840", "GB9158", "GB4695", "GB7650",
               "GB0059", "GB0208",
-              "GB0090", "GB0148", "GB0250", "GB0110", "GB0100", "GB0172", "GB0017")
+              "GB0090", "GB0148", "GB0250", "GB0110", "GB0100", "GB0172", "GB0017", "GB4841")
     measured_on = ("torch 2.13.0 CPU",)
     docs = """
 ## What it does
@@ -156,6 +156,7 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `repr(t)` | GB0569 |
 | `str(t)` | GB0059 "Failed to trace builtin operator" |
 | `torch.nested.nested_tensor([h, h * 2])`, `torch.nested.as_nested_tensor([h, h * 2])` (not with `layout=torch.jagged`) | GB0090 |
+| `self.pe = self.pe.to(h.device)` (or `.to(dtype=h.dtype)`) in forward, with `self.pe = nn.Buffer(...)` in `__init__` (transformers' CTRL) | GB4841 "Unsupported python_type() call" |
 | `invoke_subgraph(body, "sub", h)` (`from torch._higher_order_ops.invoke_subgraph import invoke_subgraph`) | GB0017, GB0208 |
 | `dist.all_reduce(h, async_op=True)` (any `torch.distributed` collective with `async_op=True`; gloo, one process) | GB0172, then GB0156 at `work.wait()` |
 | `torch.sparse_coo_tensor(idx, vals, (2, 2))` | GB0007 |
@@ -185,7 +186,7 @@ modules built in forward (`nn.Softmax(dim=-1)(h)`, `nn.Upsample(...)`, `nn.Dropo
 `t.data_ptr()` read without a comparison.
 
 `y = torch.ones(4, 8); y.requires_grad_()` with `y` only used to compute other tensors (`h * y`, `y.sum()`), `a.astype(np.float32)`,
-`t.uniform_(0.0, to=1.0)`, `t.requires_grad_(False)`, `torch.zeros(8, requires_grad=False)`, the builtin `isinstance(t, torch.Tensor)`,
+`t.uniform_(0.0, to=1.0)`, `self.pe = self.pe.to(h.device)` for a buffer made with `register_buffer`, `t.requires_grad_(False)`, `torch.zeros(8, requires_grad=False)`, the builtin `isinstance(t, torch.Tensor)`,
 `torch.jit.is_scripting()` and `torch.jit.annotate(...)` do not break (measured). The
 fixture (`fixtures/FL112_untraceable_tensor_call`, Linear → relu → `* torch.ones(32,
 requires_grad=True)` → Linear → sigmoid) shows 1 break site at the factory call and 2 compiled
@@ -254,6 +255,10 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         "        y = torch.ones(4, 8)\n        y.requires_grad_()\n        a = np.ones(3).astype(np.float32)\n"
         "        z = torch.empty(4, 8)\n        z.uniform_(0.0, to=1.0)\n        handle = x.register_hook(lambda g: g)\n"
         "        return x * y + y.sum() + z\n",
+        # a buffer registered with register_buffer may be moved onto itself
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('pe', torch.ones(8), persistent=False)\n\n    def forward(self, x):\n"
+        "        self.pe = self.pe.to(device=x.device, dtype=x.dtype)\n        return x * self.pe\n",
         # jagged nested tensors trace; a blocking collective traces
         "import torch\nimport torch.distributed as dist\nfrom torch import nn\n\nclass M(nn.Module):\n"
         "    def forward(self, x):\n        nt = torch.nested.as_nested_tensor([x, x * 2], layout=torch.jagged)\n"
@@ -379,6 +384,12 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             "    def forward(self, x):\n        nt = torch.nested.as_nested_tensor([x, x * 2])\n"
             "        work = dist.all_reduce(x, async_op=True)\n        work.wait()\n        return x\n",
             count=2,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.pe = nn.Buffer(torch.ones(8), persistent=False)\n\n    def forward(self, x):\n"
+            "        self.pe = self.pe.to(device=x.device, dtype=x.dtype)\n        return x * self.pe\n",
+            line=10,
         ),
     ]
 
@@ -565,6 +576,14 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 )
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        buffer = _buffer_moved_onto_itself(node, ctx)
+        if buffer is not None:
+            # measured, torch 2.13 CPU: `self.pe = self.pe.to(h.device)` / `.to(dtype=h.dtype)` with
+            # `self.pe = nn.Buffer(...)` in __init__ -> GB4841; with register_buffer, or `self.pe * 1`: no break
+            ctx.report(node, f"`self.{buffer} = self.{buffer}.to(...)` re-assigns a buffer made with `nn.Buffer(...)`: "
+                             "when `.to()` changes nothing it returns the buffer itself, and `nn.Module.__setattr__`'s "
+                             "`isinstance(value, nn.Buffer)` test cannot be traced: graph break (GB4841 \"Unsupported "
+                             "python_type() call\"); use a local (`pe = self.pe.to(...)`), or let `model.to()` move it")
         if _stores_hook_handle_globally(node, ctx):
             # measured, torch 2.13 CPU: GB0100, and the frame falls back to eager
             ctx.report(node, "a tensor hook's handle stored in a global in compiled code: Dynamo does not support "
@@ -725,6 +744,24 @@ def _from_keyword(call: cst.Call) -> bool:
                 if isinstance(key, cst.SimpleString) and key.evaluated_value == "from":
                     return True
     return False
+
+
+def _buffer_moved_onto_itself(node: cst.Assign, ctx) -> Optional[str]:
+    """``self.pe = self.pe.to(...)`` where ``__init__`` made ``self.pe = nn.Buffer(...)``: the attribute's name."""
+    value = node.value
+    if not (len(node.targets) == 1 and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "to"):
+        return None
+    target, moved = node.targets[0].target, value.func.value
+    if not all(isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self" for e in (target, moved)):
+        return None
+    name = target.attr.value
+    if moved.attr.value != name or ctx.function is None or ctx.function.name == "__init__":
+        return None
+    made = _init_value(name, ctx)
+    if made is None or made.kind != "call" or not made.name:
+        return None
+    return name if through_aliases(made.name, ctx.file.aliases) == "torch.nn.Buffer" else None
 
 
 def _stores_hook_handle_globally(node: cst.Assign, ctx) -> bool:
