@@ -238,7 +238,7 @@ def conditional_targets(raw: dict, findings: list, versions: dict, only: list[st
     lines: dict[str, set[tuple[str, int]]] = collections.defaultdict(set)
     for f in unconfirmed:
         cond = recall_match.stated_condition(f.message)
-        if cond is not None:
+        if cond in recall_match.CONDITIONS:  # a configuration condition has no pass
             lines[cond].add((f.path, f.line))
     names = select([m["name"] for m in raw["models"] if m["status"] == "ok"], only, None)
     # which models ran a line is read from their cached plain measurement: without it the targets

@@ -21,6 +21,9 @@ _GUARD_SOURCE = re.compile(r"#\s(?P<code>.*?)\s+#\s(?P<file>\S+\.py):(?P<line>\d
 # dynamic_shapes.py); the bench measures each such condition in a pass of its own
 _DTYPE_CONDITION = re.compile(r"when `[^`]*\.dtype == torch\.(?P<dtype>float16|half|bfloat16)` holds")
 _DYNAMIC_CONDITION = re.compile(r"once `[^`]+`(?:, `[^`]+`)* (?:is|are) a dynamic size")
+# FL102's configuration precondition ("when `self.config.x != ...` holds (Dynamo reads the configuration"):
+# stated, but no pass measures it (each model would need a configuration of its own)
+_CONFIG_CONDITION = re.compile(r"when `[^`]*` holds \(Dynamo reads the configuration")
 CONDITIONS = ("float16", "bfloat16", "dynamic")
 
 BREAK_EFFECTS = frozenset({"graph-break", "host-sync"})
@@ -258,13 +261,15 @@ def score(
 
 
 def stated_condition(message: str) -> str | None:
-    """The measurable condition a finding's message states for its break ("float16", "bfloat16",
-    "dynamic"), or None when it states none."""
+    """The condition a finding's message states for its break ("float16", "bfloat16", "dynamic": a pass
+    measures it; "config": none does), or None when it states none."""
     m = _DTYPE_CONDITION.search(message)
     if m is not None:
         return "float16" if m["dtype"] in ("float16", "half") else m["dtype"]
     if _DYNAMIC_CONDITION.search(message):
         return "dynamic"
+    if _CONFIG_CONDITION.search(message):
+        return "config"
     return None
 
 

@@ -33,6 +33,11 @@ Python's `any`/`all` over tensor values (`any(t.sum() > 0 for t in parts)`, `all
 Tests on shapes (`x.shape[0] > 8`, `x.dim()`, `x.size(1)`, `len(x)`, `x.numel()`), `is None`
 checks, `self.training`, `isinstance` and dtype/device checks are not flagged. A condition read
 through `.item()`/`float()` is FL101's finding; inside a custom `autograd.Function` it is FL108's.
+When an `and` chain tests a dtype or the configuration first (`h.dtype == torch.float16 and ...`,
+`self.config.rope_parameters["rope_type"] != "default" and seq_len`), Dynamo decides that part while
+tracing and reaches the tensor only when it holds: the message says when the break happens (measured,
+torch 2.13 CPU: transformers' `PhimoeRotaryEmbedding` breaks at that line with a longrope configuration
+and not with the default one; bart's float16 test breaks only in float16).
 
 ## Why is this bad?
 To trace one branch Dynamo needs the tensor's value, which does not exist until the graph so far

@@ -137,7 +137,11 @@ def test_the_conditions_the_rules_state_are_read_from_their_messages():
         "class L(nn.Module):\n    def forward(self, h):\n        if h.sum() > 0:\n            h = h * 2\n        return h\n"))
     assert [rm.stated_condition(m) for m in fp16] == ["float16"]
     assert [rm.stated_condition(m) for m in dynamic] == ["dynamic"]
+    config = _messages("FL102", HEAD_SRC + (
+        "class L(nn.Module):\n    def forward(self, h):\n"
+        "        if not self.config.use_cache and h.sum() > 0:\n            h = h * 2\n        return h\n"))
     assert [rm.stated_condition(m) for m in plain] == [None]
+    assert [rm.stated_condition(m) for m in config] == ["config"]  # stated, but no pass measures it
 
 
 def test_a_conditional_finding_is_real_only_when_its_conditions_pass_broke_at_its_line():
@@ -145,13 +149,16 @@ def test_a_conditional_finding_is_real_only_when_its_conditions_pass_broke_at_it
     dyn = rm.Finding("t/b.py", 20, 20, "FL103", frozenset({"graph-break"}), "host sync once `seq_len` is a dynamic size (")
     dyn2 = rm.Finding("t/b.py", 30, 30, "FL103", frozenset({"graph-break"}), "host sync once `n` is a dynamic size (")
     other = rm.Finding("t/c.py", 5, 5, "FL107", frozenset({"graph-break"}), "no condition here")
+    config = rm.Finding("t/d.py", 7, 7, "FL102", frozenset({"graph-break"}), "x when `self.config.a != 1` holds (Dynamo reads the configuration")
     passes = {"dynamic": {("t/b.py", 20), ("t/a.py", 10)}}
-    judged = {(j.finding.path, j.finding.line): (j.condition, j.verdict) for j in rm.score_conditions([f16, dyn, dyn2, other], passes)}
+    judged = {(j.finding.path, j.finding.line): (j.condition, j.verdict)
+              for j in rm.score_conditions([f16, dyn, dyn2, other, config], passes)}
     assert judged == {
         ("t/a.py", 10): ("float16", "not measured"),  # a break in another condition's pass does not count
         ("t/b.py", 20): ("dynamic", "real"),
         ("t/b.py", 30): ("dynamic", "no break"),
         ("t/c.py", 5): (None, "no condition"),
+        ("t/d.py", 7): ("config", "not measured"),
     }
 
 

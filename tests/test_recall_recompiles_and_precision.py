@@ -134,6 +134,26 @@ def test_a_dtype_guarded_tensor_condition_says_when_it_breaks(tmp_path):
     assert len(messages) == 1 and "holds" not in messages[0]
 
 
+# transformers/models/phimoe/modeling_phimoe.py:84 (measured, torch 2.13 CPU: with a longrope configuration
+# the line breaks, GB0170; with the default one the tensor is never tested and nothing breaks)
+def test_a_configuration_guarded_tensor_condition_says_when_it_breaks(tmp_path):
+    root = project(tmp_path, {"phimoe.py": HEAD + """
+        class PhimoeRotaryEmbedding(nn.Module):
+            def forward(self, x, position_ids):
+                seq_len = torch.max(position_ids) + 1
+                if self.config.rope_parameters["rope_type"] != "default" and seq_len:
+                    x = x * 2
+                if config_is_long(self) and seq_len:
+                    x = x * 3
+                return x
+        """})
+    findings = sorted((f for f in lint(root) if f.code == "FL102"), key=lambda f: f.line)
+    assert [(f.path, f.line) for f in findings] == [("phimoe.py", 6), ("phimoe.py", 8)]
+    assert 'when `self.config.rope_parameters["rope_type"] != "default"` holds (Dynamo reads the configuration' in (
+        findings[0].message)
+    assert "holds" not in findings[1].message  # a call: not a configuration test
+
+
 # transformers/models/big_bird/modeling_big_bird.py:1528 `self.encoder.set_attention_type(value)`: a method
 # of a submodule called from forward is traced in place (Dynamo inlines it), so it is compiled code
 def test_a_submodules_method_called_from_forward_is_compiled(tmp_path):

@@ -1,7 +1,9 @@
 """The inputs under which a finding's break happens, as its message states them.
 
-Two forms exist: FL102's dtype precondition ("when `x.dtype == torch.float16` holds", from
-``control_flow``) and FL103's dynamic sizes ("once `n` is a dynamic size", from ``dynamic_shapes``).
+Three forms exist: FL102's dtype precondition ("when `x.dtype == torch.float16` holds", from
+``control_flow``), its configuration precondition ("when `self.config.rope_type != "default"` holds
+(Dynamo reads the configuration...)", also ``control_flow``) and FL103's dynamic sizes ("once `n` is a
+dynamic size", from ``dynamic_shapes``).
 Both producers build their phrase from the helpers here, and readers (``every_iteration``; the recall
 bench's per-condition passes) recognise it with ``states_condition``, so the wording lives in one place.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 
 _DTYPE = re.compile(r"when `[^`]*\.dtype[^`]*` holds")
+_CONFIG = re.compile(r"when `[^`]*` holds \(Dynamo reads the configuration")
 _DYNAMIC = re.compile(r"once `[^`]+`(?:, `[^`]+`)* (?:is|are) a dynamic size")
 
 
@@ -22,6 +25,14 @@ def dtype_condition(test: str) -> str:
     )
 
 
+def config_condition(test: str) -> str:
+    """The message part for a break reached only when the configuration test ``test`` holds."""
+    return (
+        f" when `{test}` holds (Dynamo reads the configuration while tracing: otherwise the tensor part is "
+        "never evaluated and nothing breaks)"
+    )
+
+
 def dynamic_condition(names: list[str]) -> str:
     """The message part for a break that happens only once ``names`` are dynamic sizes."""
     which = ", ".join(f"`{n}`" for n in names)
@@ -29,5 +40,6 @@ def dynamic_condition(names: list[str]) -> str:
 
 
 def states_condition(message: str) -> bool:
-    """Does the finding's message say its break needs a particular input (a dtype, a dynamic size)?"""
-    return bool(_DTYPE.search(message) or _DYNAMIC.search(message))
+    """Does the finding's message say its break needs a particular input (a dtype, a dynamic size) or
+    configuration?"""
+    return bool(_DTYPE.search(message) or _DYNAMIC.search(message) or _CONFIG.search(message))
