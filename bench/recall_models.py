@@ -30,6 +30,9 @@ gpt_neox gptj gpt_bigcode opt bloom llama mistral mixtral qwen2 qwen2_moe qwen3 
 phi phi3 gemma gemma2 gemma3_text falcon stablelm starcoder2 olmo olmo2 olmoe cohere
 granite codegen xglm mpt biogpt glm glm4 helium nemotron ministral deepseek_v3 mamba
 mamba2 rwkv recurrent_gemma falcon_mamba openai-gpt fnet bitnet ernie4_5 hunyuan_v1_dense lfm2
+arcee apertus bamba cohere2 ctrl dbrx deepseek_v2 diffllama doge dots1 ernie4_5_moe exaone4 falcon_h1 gpt_oss
+granitemoe granitemoehybrid hunyuan_v1_moe jamba jetmoe lfm2_moe minimax nemotron_h olmo3 persimmon phimoe
+qwen3_next reformer seed_oss smollm3 vaultgemma zamba2 xlstm megatron-bert roc_bert rembert xlm
 """.split()
 
 # encoder-decoder types: called with input_ids and decoder_input_ids
@@ -162,6 +165,12 @@ _TINY = dict(
     bos_token_id=1,
     eos_token_id=2,
     decoder_start_token_id=0,
+    # hybrids (jamba, bamba): one attention layer among the two
+    attn_layer_period=2,
+    attn_layer_offset=1,
+    expert_layer_period=2,
+    expert_layer_offset=1,
+    attn_layer_indices=[1],
 )
 
 
@@ -176,14 +185,30 @@ def _tiny_config(model_type: str, extra: dict | None = None):
                 setattr(cfg, key, value)
             except Exception:  # some configs expose read-only properties
                 pass
-    # sliding-window / chunked attention and layer-type lists sized for the default depth
+    # sliding-window / chunked attention and layer-type lists sized for the default depth, keeping one
+    # layer of each kind: the first two of a hybrid's list are often both linear-attention (or mamba)
+    # layers, and such a model has no attention cache to read its length from
+    depth = 2
     for key in ("layer_types", "mlp_layer_types", "layers_block_type"):
         value = getattr(cfg, key, None)
         if isinstance(value, list) and value:
+            kinds = list(dict.fromkeys(value)) if all(isinstance(v, str) for v in value) else value
+            depth = max(depth, len(kinds))
+    for key in ("layer_types", "mlp_layer_types", "layers_block_type"):
+        value = getattr(cfg, key, None)
+        if isinstance(value, list) and value:
+            kinds = list(dict.fromkeys(value)) if all(isinstance(v, str) for v in value) else value
             try:
-                setattr(cfg, key, (value * 2)[:2])
+                setattr(cfg, key, (kinds * depth)[:depth])
             except Exception:  # derived from other fields in some configs
                 pass
+    if depth > 2:
+        for key in ("num_hidden_layers", "num_layers", "n_layer"):
+            if hasattr(cfg, key):
+                try:
+                    setattr(cfg, key, depth)
+                except Exception:
+                    pass
     return cfg
 
 
