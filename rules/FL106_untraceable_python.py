@@ -290,6 +290,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
                 node,
                 "`copy.deepcopy` of a tensor cannot be traced: graph break (GB4198); use `.detach().clone()` "
                 "(or `.clone()` to keep the autograd link)",
+                tensor=value,
             )
 
     def _np_random(self, node: cst.Call, fn: str, ctx) -> None:
@@ -327,6 +328,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
             node,
             "`sorted()` over tensor values compares them in Python: graph break (GB0207/GB0059) and a "
             "host read per comparison; use `torch.sort`/`torch.topk` on a stacked tensor",
+            tensor=seq,
         )
 
     @staticmethod

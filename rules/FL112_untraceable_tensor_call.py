@@ -433,6 +433,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 f"`{ctx.code(func.value)}.{func.attr.value}()` changes the view of a tensor the compiled function was "
                 f"given: Dynamo refuses in-place view ops on its inputs: graph break (GB0148); use the out-of-place "
                 f"`{ctx.code(func.value)} = {ctx.code(func.value)}.{func.attr.value[:-1]}(...)`",
+                tensor=func.value,
             )
             return
         if compiled_module_init(ctx.function) and self._module_init(node, ctx):
@@ -485,11 +486,13 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 )
             return
         if qual == "repr" and len(node.args) == 1 and ctx.is_tensor(node.args[0].value):
-            ctx.report(node, "`repr(<tensor>)` in compiled code needs the tensor's values: graph break (GB0569)")
+            ctx.report(node, "`repr(<tensor>)` in compiled code needs the tensor's values: graph break (GB0569)",
+                       tensor=node.args[0].value)
             return
         if qual == "str" and len(node.args) == 1 and node.args[0].keyword is None and ctx.is_tensor(node.args[0].value):
             ctx.report(node, "`str(<tensor>)` in compiled code needs the tensor's values: graph break (GB0059); format "
-                             "shapes or Python numbers, or build the text outside the compiled code")
+                             "shapes or Python numbers, or build the text outside the compiled code",
+                       tensor=node.args[0].value)
             return
         if isinstance(func, cst.Attribute) and func.attr.value == "astype" and node.args and _object_dtype(node.args[0].value, ctx):
             # measured, torch 2.13 CPU: `np.ones(3).astype(object)` and `.astype("O")` -> GB0250
@@ -514,7 +517,8 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             # to compute other tensors (`h * y`, `y.sum()`), it traces
             return
         gb, why = _METHODS[method]
-        ctx.report(node, f"`.{method}()` on a tensor in compiled code: {why} under torch.compile: graph break ({gb})")
+        ctx.report(node, f"`.{method}()` on a tensor in compiled code: {why} under torch.compile: graph break ({gb})",
+                   tensor=func.value)
 
     def _module_init(self, node: cst.Call, ctx) -> bool:
         """In the ``__init__`` of a module built in compiled code (fusionlint.analysis.module_init): the
@@ -598,6 +602,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 ctx.report(
                     target.target,
                     "assigning `.requires_grad` of a tensor in compiled code is not supported: graph break (GB0206)",
+                    tensor=t.value,
                 )
             elif attr == "data" and _intermediate(t.value, ctx):
                 # measured, torch 2.13 CPU: `y = x.relu(); y.data = x * 2` -> GB0056; `.data =` on an input,
@@ -607,12 +612,14 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                     f"assigning `.data` of `{ctx.code(t.value)}`, a tensor created in compiled code: Dynamo only "
                     "supports `.data =` on tensors made outside the compiled region: graph break (GB0056); bind the "
                     "new value to the name instead (`y = new.detach()`)",
+                    tensor=t.value,
                 )
             elif attr in _SETTER_ATTRS and ctx.is_tensor(t.value):
                 ctx.report(
                     target.target,
                     f"assigning `.{attr}` of a tensor in compiled code is not supported: graph break (GB0058); "
                     "build the new tensor (`torch.complex(real, imag)`) instead",
+                    tensor=t.value,
                 )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
@@ -630,6 +637,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             f"`%`-formatting the tensor `{ctx.code(tensor)}` in compiled code: Dynamo cannot format a tensor: graph "
             "break (GB0208), and the whole function then runs eagerly; format shapes or Python numbers, or build "
             "the text outside the compiled code",
+            tensor=tensor,
         )
 
     def visit_Comparison(self, node: cst.Comparison, ctx) -> None:

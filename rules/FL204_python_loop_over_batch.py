@@ -346,4 +346,5 @@ class PythonLoopOverBatch(Rule):
             f"Python loop over {what} (`{ctx.code(iterable).strip()}`): dynamo unrolls it, so the graph is "
             "specialised to that size (usually the batch size) and every new size recompiles; after 8 "
             "recompiles (recompile_limit) the forward runs eagerly. Vectorise the loop body (broadcasting, torch.vmap)",
+            tensor=iterable,
         )

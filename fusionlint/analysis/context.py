@@ -228,14 +228,17 @@ class RuleContext:
         fix: Optional[PendingFix] = None,
         effects: Optional[tuple] = None,
         line_refs: tuple[cst.CSTNode, ...] = (),
+        tensor: Optional[cst.BaseExpression] = None,
     ) -> None:
         """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset);
-        ``line_refs``: other nodes whose lines the message names through ``LINE_REFS``."""
+        ``line_refs``: other nodes whose lines the message names through ``LINE_REFS``; ``tensor``: the
+        value the finding stands on being a tensor (``x`` of ``x.unsqueeze_(0)``), whose reason the
+        message then ends with, for a rule that does not explain every finding (``explains_tensors``)."""
         assert self._rule is not None
         if self._never_traced():
             return
         message = message or self._rule.message
-        why = self._why_tensor(node)
+        why = self._why_tensor(node if tensor is None else tensor, explain=tensor is not None)
         if why:
             message = f"{message} ({why})"
         top, method = self._top()
@@ -266,12 +269,12 @@ class RuleContext:
             return False
         return skipped_while_compiling(self.parents, self.qualname, self._node)
 
-    def _why_tensor(self, node: cst.CSTNode) -> Optional[str]:
+    def _why_tensor(self, node: cst.CSTNode, explain: bool = False) -> Optional[str]:
         """"`lens` is a tensor: passed from Net.forward at net.py:12" when the finding reads a parameter
         that only the project model knows to be a tensor; for a rule that ``explains_tensors``, the
         first name of the node (in source order) that the function's tensor facts hold, with why."""
         fn = self.function
-        if fn is not None and self._rule is not None and self._rule.explains_tensors:
+        if fn is not None and self._rule is not None and (self._rule.explains_tensors or explain):
             facts = self.facts(fn)
             # `x[mask]`: the index is what the finding is about, so its names come first
             parts = [*node.slice, node.value] if isinstance(node, cst.Subscript) else [node]
