@@ -1203,3 +1203,21 @@ def test_tuple_displays_and_appended_lists_of_tensors_are_sequences(tmp_path):
             """})
     found = [(f.code, f.line) for f in lint(root) if f.code.startswith("FL1")]
     assert found == [("FL102", 7), ("FL101", 14)], found
+
+
+def test_a_finding_that_stands_on_one_value_says_why_that_value_is_a_tensor(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Net(nn.Module):
+            def forward(self, x, e: torch.Tensor | None = None):
+                mask = x > 0
+                mask.requires_grad = True
+                x.squeeze_()
+                if e is not None and torch.jit.isinstance(e, torch.Tensor):
+                    return x + e
+                return x * mask
+            """})
+    found = {f.line: f.message for f in lint(root) if f.code == "FL112"}
+    assert sorted(found) == [6, 7, 8], found
+    assert found[6].endswith("(`mask` is a tensor: assigned `x > 0` in Net.forward)")
+    assert "(`x` is a tensor: parameter of Net.forward" in found[7]
+    assert "is a tensor" not in found[8]  # the finding is about the helper, not about `e`
