@@ -20,6 +20,11 @@ pvt_v2_b0 darknet17 sedarknet21 hgnet_tiny hgnetv2_b0 repghostnet_050 efficientv
 skresnet18 gernet_s nf_resnet26 halonet26t botnet26t_256 lambda_resnet26t eva02_tiny_patch14_224 vit_relpos_small_patch16_224 vit_little_patch16_reg4_gap_256 test_vit test_vit3 test_vit_relpos
 test_efficientnet test_efficientnet_gn test_byobnet test_coatnet test_convnext test_mambaout test_maxvit test_nfnet test_resnet mambaout_femto fasternet_t0 shvit_s1
 swiftformer_xs repvit_m0_9
+coat_tiny crossvit_tiny_240 cait_xxs24_224 xcit_nano_12_p16_224 twins_pcpvt_small nest_tiny tnt_s_patch16_224 gcvit_xxtiny
+davit_tiny focalnet_tiny_srf inception_next_tiny efficientformer_l1 mvitv2_tiny regnetz_b16 rdnet_tiny vitamin_small_224
+hiera_tiny_224 dla34 cspresnet50 deit3_small_patch16_224 flexivit_small vit_small_patch16_rope_224 fastvit_mci0
+mobilenetv5_300m ghostnetv3_050 gmixer_12_224 levit_conv_128s test_convnext2 test_convnext3 test_efficientnet_evos
+test_efficientnet_ln test_vit2 test_vit4
 """.split()
 
 # transformers model types taking `input_ids` (decoder-only and encoder-only) with a tiny config
