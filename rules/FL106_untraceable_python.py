@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.analysis.eager_only_default import filled_only_in_eager, first_failing_read
+from fusionlint.analysis.eager_only_default import filled_only_in_eager, first_failing_read, passed_as
 from fusionlint.semantic.is_compiling import is_compiling_test
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
@@ -54,6 +54,36 @@ def _np_random_kind(call: cst.Call, fn: str) -> Optional[str]:
     return "scalar"
 
 
+class _SameFileCallees:
+    """Where a module-level function of the file fails on a parameter given None: its first read of it
+    (``x.shape``) before any test of it, following further calls of the same file's functions (a few
+    levels). The innermost read of each call found is kept for the message."""
+
+    _DEPTH = 3
+
+    def __init__(self, module: cst.Module) -> None:
+        self.defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        self.innermost: dict[int, tuple[str, cst.CSTNode]] = {}
+
+    def failing_read(self, call: cst.Call, name: str, depth: int = 0) -> Optional[cst.CSTNode]:
+        fn = self.defs.get(call.func.value) if isinstance(call.func, cst.Name) else None
+        where = passed_as(call, name) if fn is not None else None
+        if where is None or depth >= self._DEPTH or not isinstance(fn.body, cst.IndentedBlock):
+            return None
+        position, keyword = where
+        positional = [*fn.params.posonly_params, *fn.params.params]
+        if keyword is None:
+            param = positional[position] if position < len(positional) else None
+        else:
+            param = next((p for p in (*positional, *fn.params.kwonly_params) if p.name.value == keyword), None)
+        if param is None:
+            return None
+        read = first_failing_read(fn.body.body, param.name.value, lambda c, n: self.failing_read(c, n, depth + 1))
+        if read is not None:
+            self.innermost[id(call)] = self.innermost.get(id(read), (fn.name.value, read))
+        return read
+
+
 def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
@@ -79,8 +109,11 @@ Flags Python calls and statements that Dynamo cannot trace, in code that `torch.
 - `sorted(...)` over tensor values (no `key`, or a `key` that computes on the tensors);
 - a `None` default filled only in eager mode and then used as if filled:
   `if mask is None and not is_torchdynamo_compiling(): mask = ...` followed (in the same block, before
-  any test or re-binding of `mask`) by `mask[...]`, `mask.attr`, `mask * x`, `len(mask)`. Passing
-  `mask` on to a call is not flagged (the callee may accept `None`).
+  any test or re-binding of `mask`) by `mask[...]`, `mask.attr`, `mask * x`, `len(mask)`, or by a
+  call of a function of the same file that uses its parameter that way before testing it (followed
+  through up to three such calls: LongT5's `_get_local_attention_mask(attention_mask, ...)` →
+  `_split_into_blocks(x, ...)` → `x.shape`). Passing `mask` to any other call is not flagged (the
+  callee may accept `None`).
 
 ## Why is this bad?
 Measured with torch 2.13.0 on CPU, each form inside Linear → relu → <form> → Linear → sigmoid:
@@ -123,6 +156,9 @@ Measured with torch 2.13.0 on CPU, each form inside Linear → relu → <form> �
   transformers 5.24 `SwitchTransformersStack.forward` (`causal_mask = attention_mask[:, None, None,
   :]`, the recall bench's break at that line, and the same exception re-reported at the
   `finally:` of `output_capturing`'s wrapper).
+  Handed to a same-file helper that reads `x.shape` first (transformers 5.24 `LongT5Stack.forward`,
+  a break the recall bench recorded): GB0088 at that read in the helper; the finding is on the call
+  in forward and names the read (`tests/test_gb_forms.py` measures the form).
 The fixture `fixtures/FL106_untraceable_python/bad.py` combines four forms: 3 break sites
 (GB4198, GB0033, GB8977), 9 recompiles with the limit hit over 10 calls, eager != compiled.
 
@@ -377,15 +413,21 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         index = next((i for i, stmt in enumerate(body) if stmt is node), None)
         if index is None:
             return
-        read = first_failing_read(body[index + 1:], name)
+        callees = _SameFileCallees(ctx.module)
+        read = first_failing_read(body[index + 1:], name, callees.failing_read)
         if read is None:
             return
-        ctx.report(
-            read,
-            f"`{name}` is still None here under torch.compile: its default is filled only when not compiling "
-            f"(`{ctx.code(node.test).strip()}`), so `{ctx.code(read).strip()}` raises TypeError while tracing: "
-            "graph break \"Observed exception\" (GB0088) and the frame runs eagerly; fill the default in both modes",
-        )
+        filled = f"`{name}` is still None here under torch.compile: its default is filled only when not compiling " \
+                 f"(`{ctx.code(node.test).strip()}`)"
+        inner = callees.innermost.get(id(read)) if isinstance(read, cst.Call) else None
+        if inner is not None:
+            fn_name, inner_read = inner
+            what = (f", and `{ctx.code(read.func).strip()}(...)` uses it without a None test (`{ctx.code(inner_read).strip()}` "
+                    f"in `{fn_name}`), so it raises while tracing")
+        else:
+            what = f", so `{ctx.code(read).strip()}` raises TypeError while tracing"
+        ctx.report(read, filled + what + ": graph break \"Observed exception\" (GB0088) and the frame runs eagerly; "
+                   "fill the default in both modes")
 
     # -- class statements ------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef, ctx) -> None:

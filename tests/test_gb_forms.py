@@ -286,3 +286,60 @@ def _check_form(case, tmp_path: Path) -> None:
     assert not (good.break_sites or good.other_break_sites or good.frame_skips), (
         f"{name}: the fixed form breaks: {good.break_sites} {good.other_break_sites} {good.frame_skips}"
     )
+
+
+_EAGER_FILL = '''import torch
+from torch import nn
+
+
+def _split_into_blocks(x, block_len: int, dim: int):
+    if x.shape[dim] % block_len != 0:
+        x = torch.nn.functional.pad(x, (0, block_len - x.shape[dim] % block_len))
+    return x.unflatten(dim, (-1, block_len))
+
+
+def _local_mask(attention_mask, block_len: int):
+    blocked = _split_into_blocks(attention_mask, block_len, dim=1)
+    return blocked.sum(-1)
+
+
+def _tolerant(mask):
+    if mask is None:
+        return 0
+    return mask.sum()
+
+
+class Model(nn.Module):
+    def forward(self, x, lens, attention_mask=None):
+        if attention_mask is None FILL:
+            attention_mask = torch.ones(x.shape[0], x.shape[1])
+        t = _tolerant(attention_mask)
+        m = _local_mask(attention_mask, 4)
+        return x * m.sum() + t
+
+
+def example_inputs():
+    return torch.randn(4, 8), torch.tensor([3, 1, 2, 2])
+'''
+
+
+def test_a_default_filled_only_in_eager_and_handed_to_a_helper_that_needs_it(tmp_path: Path):
+    """transformers' LongT5Stack (5.24): `attention_mask` filled only when not compiling, then passed to
+    `_get_local_attention_mask`, whose `_split_into_blocks` reads `x.shape`: GB0088 at that read (torch 2.13
+    CPU, recall bench); the helper that tests for None is not flagged."""
+    bad_path, good_path = tmp_path / "bad_eager_fill.py", tmp_path / "good_eager_fill.py"
+    bad_path.write_text(_EAGER_FILL.replace(" FILL", " and not torch.compiler.is_compiling()"), encoding="utf-8")
+    good_path.write_text(_EAGER_FILL.replace(" FILL", ""), encoding="utf-8")
+    rule = rule_for("FL106")
+    assert "GB0088" in rule.gb_ids
+    flagged = static_findings(rule, bad_path)
+    assert [f.line for f in flagged] == [27], [(f.line, f.message) for f in flagged]
+    assert "`_local_mask(...)` uses it without a None test (`x.shape` in `_split_into_blocks`)" in flagged[0].message
+    assert not static_findings(rule, good_path)
+
+    bad, good = _measure(bad_path), _measure(good_path)
+    assert bad.eager_ok, bad.eager_error
+    sites = [(s.gb, s.line) for s in bad.break_sites if s.file and Path(s.file).resolve() == bad_path.resolve()]
+    assert ("GB0088", 6) in sites, sites  # the read of `x.shape` in the helper
+    assert good.eager_ok and good.compiled_ok, (good.eager_error, good.compiled_error)
+    assert not (good.break_sites or good.other_break_sites or good.frame_skips)

@@ -11,8 +11,10 @@ Under torch.compile the test is False, so ``attention_mask`` is still ``None`` w
 runs: Dynamo sees the TypeError ("Observed exception", GB0088) and gives up on the frame. The
 question answered here is syntactic and local to one block: after such an ``if``, is there a read
 that fails on ``None`` (subscript, attribute, arithmetic, ``len``, iteration) before anything tests
-the name again or binds it? Reads that hand the name to a call (``create_causal_mask(mask=...)``)
-are not judged: the callee may accept ``None``.
+the name again or binds it? A call that hands the name on (``create_causal_mask(mask=...)``) counts
+only when the caller says where the callee's parameter fails (``follow``: LongT5's
+``_get_local_attention_mask(attention_mask, ...)`` passes it to ``_split_into_blocks``, whose first
+statement reads ``x.shape``); otherwise the callee may accept ``None``.
 """
 
 from __future__ import annotations
@@ -47,33 +49,53 @@ def filled_only_in_eager(node: cst.If, is_compiling: Callable[[cst.BaseExpressio
     return None
 
 
-def first_failing_read(statements: Sequence[cst.CSTNode], name: str) -> Optional[cst.CSTNode]:
-    """The first read of ``name`` in ``statements`` (run in order) that raises when it is None."""
-    found = _scan(statements, name)
+# (a call, the name it is given) -> the callee's failing read of that parameter, or None
+Follow = Callable[[cst.Call, str], Optional[cst.CSTNode]]
+
+
+def first_failing_read(statements: Sequence[cst.CSTNode], name: str, follow: Optional[Follow] = None) -> Optional[cst.CSTNode]:
+    """The first read of ``name`` in ``statements`` (run in order) that raises when it is None; with
+    ``follow``, also a call passing ``name`` whose callee raises on it."""
+    found = _scan(statements, name, follow)
     return found if isinstance(found, cst.CSTNode) else None
 
 
-def _scan(statements: Sequence[cst.CSTNode], name: str):
+def passed_as(call: cst.Call, name: str) -> Optional[tuple[Optional[int], Optional[str]]]:
+    """(position, None) or (None, keyword) of the argument that is the bare name ``name``, or None."""
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None  # *args / **kwargs: the parameter cannot be told
+        if arg.keyword is None:
+            if _is_name(arg.value, name):
+                return position, None
+            position += 1
+        elif _is_name(arg.value, name):
+            return None, arg.keyword.value
+    return None
+
+
+def _scan(statements: Sequence[cst.CSTNode], name: str, follow: Optional[Follow] = None):
     for stmt in statements:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                found = _judge(small, name)
+                found = _judge(small, name, follow)
                 if found is not None:
                     return found
                 if _binds_small(small, name):
                     return _STOP
         elif isinstance(stmt, cst.If):
-            found = _judge(stmt.test, name)
+            found = _judge(stmt.test, name, follow)
             if found is not None:
                 return found
-            branch = _scan(stmt.body.body, name) if isinstance(stmt.body, cst.IndentedBlock) else _STOP
+            branch = _scan(stmt.body.body, name, follow) if isinstance(stmt.body, cst.IndentedBlock) else _STOP
             if branch is not None:
                 return branch
             orelse = stmt.orelse
             if isinstance(orelse, cst.If):
-                branch = _scan([orelse], name)
+                branch = _scan([orelse], name, follow)
             elif isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
-                branch = _scan(orelse.body.body, name)
+                branch = _scan(orelse.body.body, name, follow)
             if orelse is not None and branch is not None:
                 return branch
             if _binds(stmt, name):
@@ -83,7 +105,7 @@ def _scan(statements: Sequence[cst.CSTNode], name: str):
     return None
 
 
-def _judge(expr: cst.CSTNode, name: str):
+def _judge(expr: cst.CSTNode, name: str, follow: Optional[Follow] = None):
     """A failing read in one statement or test, _STOP when the statement tests the name, else None."""
     failing = None
     for node in (expr, *iter_nodes(expr, (cst.CSTNode,), into_nested_defs=False)):
@@ -92,6 +114,8 @@ def _judge(expr: cst.CSTNode, name: str):
         if _tests(node, name):
             return _STOP
         if failing is None and _fails_on_none(node, name):
+            failing = node
+        if failing is None and follow is not None and isinstance(node, cst.Call) and follow(node, name) is not None:
             failing = node
     return failing
 
