@@ -41,10 +41,17 @@ qwen3_next reformer seed_oss smollm3 vaultgemma zamba2 xlstm megatron-bert roc_b
 """.split()
 
 # encoder-decoder types: called with input_ids and decoder_input_ids
-TRANSFORMERS_SEQ2SEQ = "t5 mt5 bart mbart pegasus marian blenderbot led m2m_100 switch_transformers".split()
+TRANSFORMERS_SEQ2SEQ = """
+t5 mt5 bart mbart pegasus marian blenderbot led m2m_100 switch_transformers
+prophetnet mvp plbart bigbird_pegasus longt5 umt5 fsmt blenderbot-small nllb-moe
+""".split()
 
 # vision types taking pixel_values at a tiny image size
-TRANSFORMERS_VISION = "vit deit beit dinov2 swin swinv2 convnext convnextv2 resnet segformer mobilevit mobilenet_v2 poolformer efficientnet bit pvt_v2".split()
+TRANSFORMERS_VISION = """
+vit deit beit dinov2 swin swinv2 convnext convnextv2 resnet segformer mobilevit mobilenet_v2 poolformer efficientnet bit pvt_v2
+levit mobilevitv2 regnet cvt focalnet hiera yolos data2vec-vision swiftformer glpn textnet vit_msn ijepa
+dinov2_with_registers pvt mobilenet_v1 dinat van
+""".split()
 
 MONAI = """
 UNet BasicUNet BasicUNetPlusPlus AttentionUnet SegResNet SegResNetVAE SegResNetDS DynUNet UNETR SwinUNETR
