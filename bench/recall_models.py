@@ -177,6 +177,12 @@ _TINY = dict(
     bos_token_id=1,
     eos_token_id=2,
     decoder_start_token_id=0,
+    # multi-head latent attention (deepseek_v2/v3): rope and nope parts of the head sized to head_dim
+    qk_rope_head_dim=16,
+    qk_nope_head_dim=16,
+    v_head_dim=16,
+    kv_lora_rank=16,
+    q_lora_rank=16,
     # hybrids (jamba, bamba): one attention layer among the two
     attn_layer_period=2,
     attn_layer_offset=1,
