@@ -133,8 +133,13 @@ trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `
 trace breaks (`super().__init__()` and the first parameter-making call), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
 tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, comparisons of
 `t.data_ptr()`, `torch._check(cond, "message")` with a string message or a message lambda that
-reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), and calls of a
-submodule made with `torch.jit.script(...)`/`torch.jit.freeze(...)` in `__init__`.
+reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), calls of a
+submodule made with `torch.jit.script(...)`/`torch.jit.freeze(...)` in `__init__`, strided nested
+tensors (`torch.nested.as_nested_tensor(...)` without `layout=torch.jagged`), `torch.distributed`
+collectives with `async_op=True`, `invoke_subgraph(...)` called directly, `.astype(object)`,
+`t.uniform_(**{"from": ...})`, a hook handle assigned to a `global`, and `self.pe = self.pe.to(...)`
+for a buffer made with `nn.Buffer(...)`. `t.requires_grad_()` on a tensor made in the function is
+flagged only when that tensor leaves it (returned, stored, handed to other code).
 
 ## Why is this bad?
 Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", each call after
