@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import libcst as cst
 
@@ -63,7 +63,7 @@ class _SameFileCallees:
 
     def __init__(self, module: cst.Module) -> None:
         self.defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-        self.innermost: dict[int, tuple[str, cst.CSTNode]] = {}
+        self.innermost: dict[int, tuple[str, str, cst.CSTNode]] = {}  # call -> (function, parameter, read)
 
     def failing_read(self, call: cst.Call, name: str, depth: int = 0) -> Optional[cst.CSTNode]:
         fn = self.defs.get(call.func.value) if isinstance(call.func, cst.Name) else None
@@ -80,8 +80,53 @@ class _SameFileCallees:
             return None
         read = first_failing_read(fn.body.body, param.name.value, lambda c, n: self.failing_read(c, n, depth + 1))
         if read is not None:
-            self.innermost[id(call)] = self.innermost.get(id(read), (fn.name.value, read))
+            self.innermost[id(call)] = self.innermost.get(id(read), (fn.name.value, param.name.value, read))
         return read
+
+
+def _eager_only_read(node: cst.If, block: Sequence[cst.CSTNode], ctx, callees: "_SameFileCallees"):
+    """For ``if <name> is None and not <is_compiling>(): <name> = ...`` in ``block``: (name, the first read
+    after it that fails on None, the (function, parameter, read) inside a same-file callee when that read is
+    a call handing the name on), or None."""
+    name = filled_only_in_eager(node, lambda expr: is_compiling_test(expr, ctx.qualname))
+    if name is None:
+        return None
+    index = next((i for i, stmt in enumerate(block) if stmt is node), None)
+    if index is None:
+        return None
+    read = first_failing_read(block[index + 1:], name, callees.failing_read)
+    if read is None:
+        return None
+    return name, read, callees.innermost.get(id(read)) if isinstance(read, cst.Call) else None
+
+
+def _reads_in_helpers(ctx) -> dict[int, list[tuple[cst.CSTNode, str, int]]]:
+    """helper's node -> [(its read that fails on None, the message, the caller's call)] for every compiled
+    function of the file that fills a default only in eager mode and hands it to a compiled helper."""
+    callees = _SameFileCallees(ctx.module)
+    out: dict[int, list[tuple[cst.CSTNode, str, int]]] = {}
+    for fn in list(ctx.file.functions.values()):
+        if not fn.compiled or not isinstance(fn.node.body, cst.IndentedBlock):
+            continue
+        for block in (fn.node.body, *iter_nodes(fn.node.body, (cst.IndentedBlock,))):
+            for stmt in block.body:
+                if not isinstance(stmt, cst.If):
+                    continue
+                found = _eager_only_read(stmt, block.body, ctx, callees)
+                if found is None or found[2] is None:
+                    continue
+                name, call, (helper_name, param, read) = found
+                helper = ctx.file.functions.get(helper_name)
+                if helper is None or not helper.compiled:
+                    continue
+                message = (
+                    f"`{param}` is None here under torch.compile: `{fn.qualname}` fills `{name}` only when not compiling "
+                    f"(`{ctx.code(stmt.test).strip()}`) and hands it on through `{ctx.code(call.func).strip()}(...)`, so "
+                    f"`{ctx.code(read).strip()}` raises while tracing: graph break \"Observed exception\" (GB0088) and "
+                    f"the frame runs eagerly; fill the default in both modes in `{fn.qualname}`"
+                )
+                out.setdefault(id(helper.node), []).append((read, message, id(call)))
+    return out
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
@@ -157,8 +202,10 @@ Measured with torch 2.13.0 on CPU, each form inside Linear → relu → <form> �
   :]`, the recall bench's break at that line, and the same exception re-reported at the
   `finally:` of `output_capturing`'s wrapper).
   Handed to a same-file helper that reads `x.shape` first (transformers 5.24 `LongT5Stack.forward`,
-  a break the recall bench recorded): GB0088 at that read in the helper; the finding is on the call
-  in forward and names the read (`tests/test_gb_forms.py` measures the form).
+  a break the recall bench recorded): GB0088 at that read in the helper, where the finding is (its
+  message names the caller and the fill to fix; a helper with no call of its own, which the rule's
+  handlers do not visit, gets the finding on the call in forward instead). `tests/test_gb_forms.py`
+  measures the form.
 The fixture `fixtures/FL106_untraceable_python/bad.py` combines four forms: 3 break sites
 (GB4198, GB0033, GB8977), 9 recompiles with the limit hit over 10 calls, eager != compiled.
 
@@ -275,7 +322,13 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
     ]
 
     # -- calls -----------------------------------------------------------------------------------
+    def __init__(self) -> None:
+        super().__init__()
+        self._helper_reads: Optional[dict[int, list[tuple[cst.CSTNode, str, int]]]] = None
+        self._moved: set[int] = set()  # calls whose callee's failing read was reported there
+
     def visit_Call(self, node: cst.Call, ctx) -> None:
+        self._report_helper_reads(ctx)
         qual = ctx.qualname(node.func) or ""
         if qual == "copy.deepcopy":
             self._deepcopy(node, ctx)
@@ -400,28 +453,37 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         return uses_param and not found_shape and not isinstance(body, cst.Name)
 
     # -- a None default filled only in eager mode -------------------------------------------------
+    def _report_helper_reads(self, ctx) -> None:
+        """In a compiled same-file helper that a compiled caller hands a default filled only in eager mode
+        (LongT5's `_split_into_blocks`, given `attention_mask` through `_get_local_attention_mask`): report
+        the read that raises on None here, the line where Dynamo reports the break. Handlers run by node
+        type (Call before If), so the callers' tests are read here first; a read not reported here (a helper
+        without calls) stays a finding on the call in visit_If."""
+        fn = ctx.function
+        if fn is None:
+            return
+        if self._helper_reads is None:
+            self._helper_reads = _reads_in_helpers(ctx)
+        for read, message, call in self._helper_reads.pop(id(fn.node), ()):
+            ctx.report(read, message, no_reason=True)
+            self._moved.add(call)
+
     def visit_If(self, node: cst.If, ctx) -> None:
         if ctx.function is None:
             return
-        name = filled_only_in_eager(node, lambda expr: is_compiling_test(expr, ctx.qualname))
-        if name is None:
-            return
-        block = ctx.parent
-        body = getattr(block, "body", None)
+        body = getattr(ctx.parent, "body", None)
         if not isinstance(body, (list, tuple)):
             return
-        index = next((i for i, stmt in enumerate(body) if stmt is node), None)
-        if index is None:
+        found = _eager_only_read(node, body, ctx, _SameFileCallees(ctx.module))
+        if found is None:
             return
-        callees = _SameFileCallees(ctx.module)
-        read = first_failing_read(body[index + 1:], name, callees.failing_read)
-        if read is None:
-            return
+        name, read, inner = found
+        if id(read) in self._moved:
+            return  # reported at the callee's read (visit_Call), where Dynamo raises
         filled = f"`{name}` is still None here under torch.compile: its default is filled only when not compiling " \
                  f"(`{ctx.code(node.test).strip()}`)"
-        inner = callees.innermost.get(id(read)) if isinstance(read, cst.Call) else None
         if inner is not None:
-            fn_name, inner_read = inner
+            fn_name, _, inner_read = inner
             what = (f", and `{ctx.code(read.func).strip()}(...)` uses it without a None test (`{ctx.code(inner_read).strip()}` "
                     f"in `{fn_name}`), so it raises while tracing")
         else:

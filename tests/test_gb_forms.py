@@ -326,15 +326,19 @@ def example_inputs():
 def test_a_default_filled_only_in_eager_and_handed_to_a_helper_that_needs_it(tmp_path: Path):
     """transformers' LongT5Stack (5.24): `attention_mask` filled only when not compiling, then passed to
     `_get_local_attention_mask`, whose `_split_into_blocks` reads `x.shape`: GB0088 at that read (torch 2.13
-    CPU, recall bench); the helper that tests for None is not flagged."""
+    CPU, recall bench), reported there; the helper that tests for None is not flagged."""
     bad_path, good_path = tmp_path / "bad_eager_fill.py", tmp_path / "good_eager_fill.py"
     bad_path.write_text(_EAGER_FILL.replace(" FILL", " and not torch.compiler.is_compiling()"), encoding="utf-8")
     good_path.write_text(_EAGER_FILL.replace(" FILL", ""), encoding="utf-8")
     rule = rule_for("FL106")
     assert "GB0088" in rule.gb_ids
     flagged = static_findings(rule, bad_path)
-    assert [f.line for f in flagged] == [27], [(f.line, f.message) for f in flagged]
-    assert "`_local_mask(...)` uses it without a None test (`x.shape` in `_split_into_blocks`)" in flagged[0].message
+    # one finding, at the helper's read, where Dynamo raises (not also at the call in forward)
+    assert [f.line for f in flagged] == [6], [(f.line, f.message) for f in flagged]
+    assert flagged[0].message.startswith(
+        "`x` is None here under torch.compile: `Model.forward` fills `attention_mask` only when not compiling")
+    assert "hands it on through `_local_mask(...)`, so `x.shape` raises while tracing" in flagged[0].message
+    assert "is a tensor" not in flagged[0].message
     assert not static_findings(rule, good_path)
 
     bad, good = _measure(bad_path), _measure(good_path)

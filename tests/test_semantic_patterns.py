@@ -1221,3 +1221,31 @@ def test_a_finding_that_stands_on_one_value_says_why_that_value_is_a_tensor(tmp_
     assert found[6].endswith("(`mask` is a tensor: assigned `x > 0` in Net.forward)")
     assert "(`x` is a tensor: parameter of Net.forward" in found[7]
     assert "is a tensor" not in found[8]  # the finding is about the helper, not about `e`
+
+
+def test_a_default_filled_only_in_eager_is_reported_where_a_helper_reads_it(tmp_path):
+    root = project(tmp_path, {"net.py": HEAD + """
+        def _blocks(x, n: int):
+            return x.unflatten(1, (-1, n))
+
+        def _first(m):
+            return m[0]
+
+        class Net(nn.Module):
+            def forward(self, x, mask=None):
+                if mask is None and not torch.compiler.is_compiling():
+                    mask = torch.ones(x.shape[0], x.shape[1])
+                a = _blocks(mask, 2)
+                return x * a.sum()
+
+        class Other(nn.Module):
+            def forward(self, x, mask=None):
+                if mask is None and not torch.compiler.is_compiling():
+                    mask = torch.ones(x.shape[0], x.shape[1])
+                return x * _first(mask)
+            """})
+    found = sorted((f.line, f.message) for f in lint(root) if f.code == "FL106")
+    # at the helper's read when the helper is visited (it makes a call); at the call when it is not
+    assert [line for line, _ in found] == [4, 20], found
+    assert "`Net.forward` fills `mask` only when not compiling" in found[0][1]
+    assert "`_first(...)` uses it without a None test (`m[0]` in `_first`)" in found[1][1]

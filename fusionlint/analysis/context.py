@@ -229,16 +229,18 @@ class RuleContext:
         effects: Optional[tuple] = None,
         line_refs: tuple[cst.CSTNode, ...] = (),
         tensor: Optional[cst.BaseExpression] = None,
+        no_reason: bool = False,
     ) -> None:
         """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset);
         ``line_refs``: other nodes whose lines the message names through ``LINE_REFS``; ``tensor``: the
         value the finding stands on being a tensor (``x`` of ``x.unsqueeze_(0)``), whose reason the
-        message then ends with, for a rule that does not explain every finding (``explains_tensors``)."""
+        message then ends with, for a rule that does not explain every finding (``explains_tensors``);
+        ``no_reason``: add no reason at all (a finding about a parameter that is None here)."""
         assert self._rule is not None
         if self._never_traced():
             return
         message = message or self._rule.message
-        why = self._why_tensor(node if tensor is None else tensor, explain=tensor is not None)
+        why = None if no_reason else self._why_tensor(node if tensor is None else tensor, explain=tensor is not None)
         if why:
             message = f"{message} ({why})"
         top, method = self._top()
