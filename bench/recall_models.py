@@ -58,7 +58,7 @@ UNet BasicUNet BasicUNetPlusPlus AttentionUnet SegResNet SegResNetVAE SegResNetD
 DenseNet121 ResNet VNet HighResNet AutoEncoder VarAutoEncoder Regressor Classifier Generator Discriminator
 EfficientNetBN ViT ViTAutoEnc LocalNet GlobalNet RegUNet MedNeXt Quicknat VoxelMorph FullyConnectedNet
 VarFullyConnectedNet AutoencoderKL DiffusionModelUNet PatchDiscriminator VQVAE DAF3D SEResNet50 AHNet HoVerNet
-DecoderOnlyTransformer
+DecoderOnlyTransformer MaskedAutoEncoderViT SegResNetDS2 Critic MultiScalePatchDiscriminator
 """.split()
 
 # diffusers (no weights downloaded: each config is made in code, tiny)
@@ -403,6 +403,20 @@ def _monai(name: str) -> Built:
             lambda: nets.DecoderOnlyTransformer(num_tokens=16, max_seq_len=32, attn_layers_dim=16, attn_layers_depth=2, attn_layers_heads=2),
             [8, 12, 16],
             -2,
+        ),
+        "MaskedAutoEncoderViT": (
+            lambda: nets.MaskedAutoEncoderViT(in_channels=1, img_size=(32, 32), patch_size=(8, 8), hidden_size=32, mlp_dim=64,
+                                              num_layers=2, num_heads=2, decoder_hidden_size=16, decoder_mlp_dim=32,
+                                              decoder_num_layers=1, decoder_num_heads=2, spatial_dims=2),
+            [32],
+            1,
+        ),
+        "SegResNetDS2": (lambda: nets.SegResNetDS2(**two, **io, init_filters=8), [32, 48, 64], 1),
+        "Critic": (lambda: nets.Critic(in_shape=(1, 32, 32), channels=(4, 8), strides=(2, 2)), [32], 1),
+        "MultiScalePatchDiscriminator": (
+            lambda: nets.MultiScalePatchDiscriminator(num_d=2, num_layers_d=2, spatial_dims=2, channels=8, in_channels=1, minimum_size_im=32),
+            [32, 48, 64],
+            1,
         ),
     }
     ctor, sizes, chans = specs[name]
