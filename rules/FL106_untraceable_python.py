@@ -100,32 +100,30 @@ def _eager_only_read(node: cst.If, block: Sequence[cst.CSTNode], ctx, callees: "
     return name, read, callees.innermost.get(id(read)) if isinstance(read, cst.Call) else None
 
 
-def _reads_in_helpers(ctx) -> dict[int, list[tuple[cst.CSTNode, str, int]]]:
+def _reads_in_helpers(ctx, callees: "_SameFileCallees") -> dict[int, list[tuple[cst.CSTNode, str, int]]]:
     """helper's node -> [(its read that fails on None, the message, the caller's call)] for every compiled
-    function of the file that fills a default only in eager mode and hands it to a compiled helper."""
-    callees = _SameFileCallees(ctx.module)
+    function of the file that fills a default only in eager mode and hands it to a compiled helper. Reads
+    the engine's records of ``if`` statements (the ones visit_If is given), so the file is not walked again."""
     out: dict[int, list[tuple[cst.CSTNode, str, int]]] = {}
-    for fn in list(ctx.file.functions.values()):
-        if not fn.compiled or not isinstance(fn.node.body, cst.IndentedBlock):
+    for rec in ctx.file.records.get("If", ()):
+        fn = rec.function
+        block = getattr(rec.parents[0], "body", None) if rec.parents is not None else None
+        if fn is None or not fn.compiled or not isinstance(block, (list, tuple)):
             continue
-        for block in (fn.node.body, *iter_nodes(fn.node.body, (cst.IndentedBlock,))):
-            for stmt in block.body:
-                if not isinstance(stmt, cst.If):
-                    continue
-                found = _eager_only_read(stmt, block.body, ctx, callees)
-                if found is None or found[2] is None:
-                    continue
-                name, call, (helper_name, param, read) = found
-                helper = ctx.file.functions.get(helper_name)
-                if helper is None or not helper.compiled:
-                    continue
-                message = (
-                    f"`{param}` is None here under torch.compile: `{fn.qualname}` fills `{name}` only when not compiling "
-                    f"(`{ctx.code(stmt.test).strip()}`) and hands it on through `{ctx.code(call.func).strip()}(...)`, so "
-                    f"`{ctx.code(read).strip()}` raises while tracing: graph break \"Observed exception\" (GB0088) and "
-                    f"the frame runs eagerly; fill the default in both modes in `{fn.qualname}`"
-                )
-                out.setdefault(id(helper.node), []).append((read, message, id(call)))
+        found = _eager_only_read(rec.node, block, ctx, callees)
+        if found is None or found[2] is None:
+            continue
+        name, call, (helper_name, param, read) = found
+        helper = ctx.file.functions.get(helper_name)
+        if helper is None or not helper.compiled:
+            continue
+        message = (
+            f"`{param}` is None here under torch.compile: `{fn.qualname}` fills `{name}` only when not compiling "
+            f"(`{ctx.code(rec.node.test).strip()}`) and hands it on through `{ctx.code(call.func).strip()}(...)`, so "
+            f"`{ctx.code(read).strip()}` raises while tracing: graph break \"Observed exception\" (GB0088) and "
+            f"the frame runs eagerly; fill the default in both modes in `{fn.qualname}`"
+        )
+        out.setdefault(id(helper.node), []).append((read, message, id(call)))
     return out
 
 
@@ -326,6 +324,12 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         super().__init__()
         self._helper_reads: Optional[dict[int, list[tuple[cst.CSTNode, str, int]]]] = None
         self._moved: set[int] = set()  # calls whose callee's failing read was reported there
+        self._callees: Optional[_SameFileCallees] = None  # the file's module-level functions, built on first use
+
+    def _same_file_callees(self, ctx) -> "_SameFileCallees":
+        if self._callees is None:
+            self._callees = _SameFileCallees(ctx.module)
+        return self._callees
 
     def visit_Call(self, node: cst.Call, ctx) -> None:
         self._report_helper_reads(ctx)
@@ -463,7 +467,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         if fn is None:
             return
         if self._helper_reads is None:
-            self._helper_reads = _reads_in_helpers(ctx)
+            self._helper_reads = _reads_in_helpers(ctx, self._same_file_callees(ctx))
         for read, message, call in self._helper_reads.pop(id(fn.node), ()):
             ctx.report(read, message, no_reason=True)
             self._moved.add(call)
@@ -474,7 +478,7 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
         body = getattr(ctx.parent, "body", None)
         if not isinstance(body, (list, tuple)):
             return
-        found = _eager_only_read(node, body, ctx, _SameFileCallees(ctx.module))
+        found = _eager_only_read(node, body, ctx, self._same_file_callees(ctx))
         if found is None:
             return
         name, read, inner = found

@@ -105,6 +105,11 @@ def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
 
+def _is_true_keyword(call: cst.Call, name: str) -> bool:
+    flag = _keyword(call, name)
+    return flag is not None and _is_true(flag)
+
+
 class UntraceableTensorCall(Rule):
     code = "FL112"
     name = "untraceable-tensor-call"
@@ -422,7 +427,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             ctx.report(node, "`invoke_subgraph(...)` called directly in compiled code: Dynamo does not support it: graph "
                              "break (GB0017); mark the function with `@torch.compiler.nested_compile_region` instead")
             return
-        if qual in _COLLECTIVES and _is_true(_keyword(node, "async_op") or cst.Name("False")):
+        if qual in _COLLECTIVES and _is_true_keyword(node, "async_op"):
             ctx.report(node, f"`{ctx.code(node.func)}(..., async_op=True)` in compiled code: torch.compile does not "
                              "support asynchronous collectives: graph break (GB0172), and another at the work's "
                              "`.wait()`; call it with `async_op=False` (the default) inside the compiled region")
@@ -482,8 +487,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             )
             return
         if qual in _FACTORIES:
-            flag = _keyword(node, "requires_grad")
-            if flag is not None and _is_true(flag):
+            if _is_true_keyword(node, "requires_grad"):
                 ctx.report(
                     node,
                     f"`{qual}(..., requires_grad=True)` in compiled code: Dynamo does not trace a factory with "
@@ -499,7 +503,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                              "shapes or Python numbers, or build the text outside the compiled code",
                        tensor=node.args[0].value)
             return
-        if isinstance(func, cst.Attribute) and func.attr.value == "astype" and node.args and _object_dtype(node.args[0].value, ctx):
+        if isinstance(func, cst.Attribute) and func.attr.value == "astype" and node.args and _object_dtype(node.args[0].value):
             # measured, torch 2.13 CPU: `np.ones(3).astype(object)` and `.astype("O")` -> GB0250
             ctx.report(node, "`.astype(object)` in compiled code: torch has no object dtype for a traced numpy array: "
                              "graph break (GB0250); keep object arrays outside the compiled region")
@@ -741,7 +745,7 @@ def _jagged(call: cst.Call, ctx) -> bool:
     return layout is not None and ctx.qualname(layout) == "torch.jagged"
 
 
-def _object_dtype(expr: cst.BaseExpression, ctx) -> bool:
+def _object_dtype(expr: cst.BaseExpression) -> bool:
     """``object``, ``"O"``, ``"object"``: numpy's object dtype, which torch cannot represent."""
     if isinstance(expr, cst.Name) and expr.value == "object":
         return True
