@@ -206,20 +206,17 @@ def _tiny_config(model_type: str, extra: dict | None = None):
     # sliding-window / chunked attention and layer-type lists sized for the default depth, keeping one
     # layer of each kind: the first two of a hybrid's list are often both linear-attention (or mamba)
     # layers, and such a model has no attention cache to read its length from
-    depth = 2
+    lists = {}
     for key in ("layer_types", "mlp_layer_types", "layers_block_type"):
         value = getattr(cfg, key, None)
         if isinstance(value, list) and value:
-            kinds = list(dict.fromkeys(value)) if all(isinstance(v, str) for v in value) else value
-            depth = max(depth, len(kinds))
-    for key in ("layer_types", "mlp_layer_types", "layers_block_type"):
-        value = getattr(cfg, key, None)
-        if isinstance(value, list) and value:
-            kinds = list(dict.fromkeys(value)) if all(isinstance(v, str) for v in value) else value
-            try:
-                setattr(cfg, key, (kinds * depth)[:depth])
-            except Exception:  # derived from other fields in some configs
-                pass
+            lists[key] = list(dict.fromkeys(value)) if all(isinstance(v, str) for v in value) else value
+    depth = max([2, *(len(kinds) for kinds in lists.values())])
+    for key, kinds in lists.items():
+        try:
+            setattr(cfg, key, (kinds * depth)[:depth])
+        except Exception:  # derived from other fields in some configs
+            pass
     if depth > 2:
         for key in ("num_hidden_layers", "num_layers", "n_layer"):
             if hasattr(cfg, key):
