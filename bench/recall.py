@@ -70,6 +70,7 @@ PINS = [
     "monai==1.6.1",
     "einops==0.8.2",
     "diffusers==0.42.1",
+    "torch_geometric==2.8.1",
 ]
 NO_DEPS_PINS = ["timm==1.0.31"]
 
@@ -99,7 +100,7 @@ def venv_facts() -> dict:
     code = (
         "import importlib.metadata as m, json, sysconfig;"
         "print(json.dumps({'site': sysconfig.get_paths()['purelib'], 'versions': {p: m.version(p) for p in "
-        "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'fusionlint')}}))"
+        "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
     return json.loads(out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-PACKAGES = ("timm", "transformers", "monai", "diffusers")
+PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -69,6 +69,18 @@ HunyuanVideoTransformer3DModel CogVideoXTransformer3DModel
 """.split()
 
 
+# PyTorch Geometric: graph layers and models called on random graphs (x, edge_index[, ...]); the batch
+# size is the number of graphs, the size the number of nodes per graph
+PYG = """
+GCN GraphSAGE GIN GAT PNA EdgeCNN GraphUNet AttentiveFP NeuralFingerprint PMLP RECT_L Polynormer
+GCNConv GATConv GATv2Conv TransformerConv SAGEConv GraphConv ChebConv GatedGraphConv ResGatedGraphConv
+ARMAConv SGConv APPNP TAGConv GENConv FeaStConv SuperGATConv FiLMConv GeneralConv ClusterGCNConv LEConv
+MFConv EGConv GCN2Conv NNConv CGConv GINEConv GMMConv PointNetConv PointTransformerConv HypergraphConv
+LGConv SSGConv AntiSymmetricConv DirGNNConv GPSConv WLConvContinuous
+TopKPooling SAGPooling EdgePooling ASAPooling
+""".split()
+
+
 def all_names() -> list[str]:
     names = [f"timm:{n}" for n in TIMM]
     names += [f"transformers:{n}" for n in TRANSFORMERS_TEXT]
@@ -76,6 +88,7 @@ def all_names() -> list[str]:
     names += [f"transformers-vision:{n}" for n in TRANSFORMERS_VISION]
     names += [f"monai:{n}" for n in MONAI]
     names += [f"diffusers:{n}" for n in DIFFUSERS]
+    names += [f"torch_geometric:{n}" for n in PYG]
     return names
 
 
@@ -99,6 +112,7 @@ def build(name: str) -> Built:
         "transformers-vision": _hf_vision,
         "monai": _monai,
         "diffusers": _diffusers,
+        "torch_geometric": _pyg,
     }[family](model)
 
 
@@ -541,3 +555,132 @@ def _diffusers(name: str) -> Built:
     }
     ctor, sizes, make = specs[name]
     return Built(ctor(), sizes, make)
+
+
+# ---------------------------------------------------------------- PyTorch Geometric
+
+
+def _pyg(name: str) -> Built:
+    import torch
+    import torch_geometric.nn as g
+
+    feats, hidden, edge_dim = 8, 16, 4
+
+    def graphs(b: int, s: int):
+        """`b` random graphs of `s` nodes each, about 3 edges per node, as one batch."""
+        n = b * s
+        src = torch.randint(0, s, (b, 3 * s)) + (torch.arange(b) * s)[:, None]
+        dst = torch.randint(0, s, (b, 3 * s)) + (torch.arange(b) * s)[:, None]
+        edge_index = torch.stack([src.flatten(), dst.flatten()])
+        batch = torch.arange(b).repeat_interleave(s)
+        return torch.randn(n, feats), edge_index, batch
+
+    def plain(b, s):
+        x, ei, _ = graphs(b, s)
+        return (x, ei), {}
+
+    def with_edges(b, s):
+        x, ei, _ = graphs(b, s)
+        return (x, ei, torch.randn(ei.size(1), edge_dim)), {}
+
+    def with_batch(b, s):
+        x, ei, batch = graphs(b, s)
+        return (x, ei), {"batch": batch}
+
+    def with_x0(b, s):
+        x, ei, _ = graphs(b, s)
+        return (x, x.clone(), ei), {}
+
+    def with_pos(b, s):
+        x, ei, _ = graphs(b, s)
+        return (x, torch.randn(x.size(0), 3), ei), {}
+
+    def hyper(b, s):
+        x, ei, _ = graphs(b, s)
+        return (x, ei), {}
+
+    class Pooled(torch.nn.Module):
+        """A conv, a pooling layer, a global readout: how pooling layers are used."""
+
+        def __init__(self, pool):
+            super().__init__()
+            self.conv = g.GCNConv(feats, hidden)
+            self.pool = pool
+
+        def forward(self, x, edge_index, batch):
+            x = self.conv(x, edge_index).relu()
+            out = self.pool(x, edge_index, batch=batch)
+            return g.global_mean_pool(out[0], out[3] if len(out) > 3 else out[-1])
+
+    class EdgePooled(Pooled):
+        def forward(self, x, edge_index, batch):
+            x = self.conv(x, edge_index).relu()
+            x, edge_index, batch, _ = self.pool(x, edge_index, batch)
+            return g.global_mean_pool(x, batch)
+
+    def pooled(b, s):
+        x, ei, batch = graphs(b, s)
+        return (x, ei, batch), {}
+
+    basic = dict(in_channels=feats, hidden_channels=hidden, num_layers=2, out_channels=4)
+    deg = torch.tensor([0, 2, 4, 6, 4, 2, 1])
+    specs: dict[str, tuple[Callable[[], Any], Callable[[int, int], tuple[tuple, dict]]]] = {
+        "GCN": (lambda: g.GCN(**basic), plain),
+        "GraphSAGE": (lambda: g.GraphSAGE(**basic), plain),
+        "GIN": (lambda: g.GIN(**basic), plain),
+        "GAT": (lambda: g.GAT(**basic, heads=2), plain),
+        "PNA": (lambda: g.PNA(**basic, aggregators=["mean", "min", "max", "std"],
+                              scalers=["identity", "amplification", "attenuation"], deg=deg), plain),
+        "EdgeCNN": (lambda: g.EdgeCNN(**basic), plain),
+        "GraphUNet": (lambda: g.GraphUNet(feats, hidden, 4, depth=2), with_batch),
+        "AttentiveFP": (lambda: g.AttentiveFP(feats, hidden, 4, edge_dim=edge_dim, num_layers=2, num_timesteps=2),
+                        lambda b, s: (with_edges(b, s)[0] + (graphs(b, s)[2],), {})),
+        "NeuralFingerprint": (lambda: g.NeuralFingerprint(feats, hidden, 4, num_layers=2), with_batch),
+        "PMLP": (lambda: g.PMLP(feats, hidden, 4, num_layers=2), plain),
+        "RECT_L": (lambda: g.RECT_L(feats, hidden), plain),
+        "Polynormer": (lambda: g.Polynormer(feats, hidden, 4, local_layers=1, global_layers=1, heads=2),
+                       lambda b, s: ((*graphs(b, s),), {})),
+        "GCNConv": (lambda: g.GCNConv(feats, hidden), plain),
+        "GATConv": (lambda: g.GATConv(feats, hidden, heads=2), plain),
+        "GATv2Conv": (lambda: g.GATv2Conv(feats, hidden, heads=2), plain),
+        "TransformerConv": (lambda: g.TransformerConv(feats, hidden, heads=2), plain),
+        "SAGEConv": (lambda: g.SAGEConv(feats, hidden), plain),
+        "GraphConv": (lambda: g.GraphConv(feats, hidden), plain),
+        "ChebConv": (lambda: g.ChebConv(feats, hidden, K=2), plain),
+        "GatedGraphConv": (lambda: g.GatedGraphConv(hidden, num_layers=2), lambda b, s: (
+            (torch.randn(b * s, hidden), graphs(b, s)[1]), {})),
+        "ResGatedGraphConv": (lambda: g.ResGatedGraphConv(feats, hidden), plain),
+        "ARMAConv": (lambda: g.ARMAConv(feats, hidden, num_stacks=2, num_layers=2), plain),
+        "SGConv": (lambda: g.SGConv(feats, hidden, K=2), plain),
+        "APPNP": (lambda: g.APPNP(K=3, alpha=0.1), plain),
+        "TAGConv": (lambda: g.TAGConv(feats, hidden, K=2), plain),
+        "GENConv": (lambda: g.GENConv(feats, hidden, aggr="softmax", learn_t=True), plain),
+        "FeaStConv": (lambda: g.FeaStConv(feats, hidden, heads=2), plain),
+        "SuperGATConv": (lambda: g.SuperGATConv(feats, hidden, heads=2), plain),
+        "FiLMConv": (lambda: g.FiLMConv(feats, hidden), plain),
+        "GeneralConv": (lambda: g.GeneralConv(feats, hidden, attention=True), plain),
+        "ClusterGCNConv": (lambda: g.ClusterGCNConv(feats, hidden), plain),
+        "LEConv": (lambda: g.LEConv(feats, hidden), plain),
+        "MFConv": (lambda: g.MFConv(feats, hidden, max_degree=4), plain),
+        "EGConv": (lambda: g.EGConv(feats, hidden, aggregators=["sum", "max"], num_heads=2, num_bases=2), plain),
+        "GCN2Conv": (lambda: g.GCN2Conv(feats, alpha=0.1, theta=0.5, layer=1), with_x0),
+        "NNConv": (lambda: g.NNConv(feats, hidden, torch.nn.Linear(edge_dim, feats * hidden)), with_edges),
+        "CGConv": (lambda: g.CGConv(feats, dim=edge_dim), with_edges),
+        "GINEConv": (lambda: g.GINEConv(torch.nn.Linear(feats, hidden), edge_dim=edge_dim), with_edges),
+        "GMMConv": (lambda: g.GMMConv(feats, hidden, dim=edge_dim, kernel_size=2), with_edges),
+        "PointNetConv": (lambda: g.PointNetConv(torch.nn.Linear(feats + 3, hidden)), with_pos),
+        "PointTransformerConv": (lambda: g.PointTransformerConv(feats, hidden), with_pos),
+        "HypergraphConv": (lambda: g.HypergraphConv(feats, hidden), hyper),
+        "LGConv": (lambda: g.LGConv(), plain),
+        "SSGConv": (lambda: g.SSGConv(feats, hidden, alpha=0.1, K=2), plain),
+        "AntiSymmetricConv": (lambda: g.AntiSymmetricConv(feats), plain),
+        "DirGNNConv": (lambda: g.DirGNNConv(g.GCNConv(feats, hidden)), plain),
+        "GPSConv": (lambda: g.GPSConv(feats, g.GCNConv(feats, feats), heads=2), with_batch),
+        "WLConvContinuous": (lambda: g.WLConvContinuous(), plain),
+        "TopKPooling": (lambda: Pooled(g.TopKPooling(hidden, ratio=0.5)), pooled),
+        "SAGPooling": (lambda: Pooled(g.SAGPooling(hidden, ratio=0.5)), pooled),
+        "EdgePooling": (lambda: EdgePooled(g.EdgePooling(hidden)), pooled),
+        "ASAPooling": (lambda: Pooled(g.ASAPooling(hidden, ratio=0.5)), pooled),
+    }
+    ctor, make = specs[name]
+    return Built(ctor(), [8, 12, 16], make)
