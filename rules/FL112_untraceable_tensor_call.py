@@ -24,6 +24,10 @@ _METHODS = {
     "retain_grad": ("GB0108", "`Tensor.retain_grad()` does not work with AOTDispatcher"),
     "backward": ("GB0123", "`Tensor.backward()` is not traced"),
     "to_sparse": ("GB0015", "a sparse tensor cannot be traced"),
+    # the layout-specific conversions (PyG's GraphUNet: `(adj @ adj).to_sparse_coo()`, found by the recall bench)
+    "to_sparse_coo": ("GB0015", "a sparse tensor cannot be traced"),
+    "to_sparse_csr": ("GB0015", "a sparse tensor cannot be traced"),
+    "to_sparse_csc": ("GB0015", "a sparse tensor cannot be traced"),
 }
 # Factory functions whose `requires_grad=True` Dynamo refuses (GB0225; measured: ones, tensor).
 _FACTORIES = frozenset(
@@ -132,7 +136,7 @@ class UntraceableTensorCall(Rule):
 Flags, in code that `torch.compile` traces, tensor methods and torch calls that Dynamo does not
 trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `t.requires_grad =
 ...`, `t.resize_(...)`, `t.resize_as_(...)`, `t.random_(...)`, `t.share_memory_()`,
-`t.retain_grad()`, `t.backward()`, `t.to_sparse()`, `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
+`t.retain_grad()`, `t.backward()`, `t.to_sparse()` (and `.to_sparse_coo()`/`_csr()`/`_csc()`), `repr(t)`, `torch.is_inference_mode_enabled()`, `torch.jit.isinstance(...)`,
 `nn.Parameter(...)`, torch.nn modules that make parameters (`nn.Linear(...)`, `nn.Conv2d(...)`,
 `nn.LayerNorm(...)`...), in the `__init__` of a module built in compiled code the lines where its
 trace breaks (`super().__init__()` and the first parameter-making call), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
@@ -162,7 +166,7 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `t.share_memory_()` | GB0117 |
 | `t.retain_grad()` | GB0108 |
 | `loss.backward()` | GB0123 |
-| `t.to_sparse()` | GB0015 "Attempted to wrap sparse Tensor" |
+| `t.to_sparse()`, `t.to_sparse_coo()`, `t.to_sparse_csr()`, `t.to_sparse_csc()` | GB0015 "Attempted to wrap sparse Tensor" |
 | `repr(t)` | GB0569 |
 | `str(t)` | GB0059 "Failed to trace builtin operator" |
 | `torch.nested.nested_tensor([h, h * 2])`, `torch.nested.as_nested_tensor([h, h * 2])` (not with `layout=torch.jagged`) | GB0090 |

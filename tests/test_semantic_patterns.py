@@ -1249,3 +1249,186 @@ def test_a_default_filled_only_in_eager_is_reported_where_a_helper_reads_it(tmp_
     assert [line for line, _ in found] == [4, 20], found
     assert "`Net.forward` fills `mask` only when not compiling" in found[0][1]
     assert "`_first(...)` uses it without a None test (`m[0]` in `_first`)" in found[1][1]
+
+
+# Forms found by the recall bench on PyTorch Geometric 2.8.1 (torch 2.13 CPU: each line broke the graph)
+def test_a_call_reaches_the_plain_definition_after_its_overload_stubs(tmp_path):
+    # PyG declares TorchScript overloads (`@torch.jit._overload` imported as `overload`) before the
+    # real `remove_self_loops`; the stubs' empty bodies are never what a call runs
+    root = project(tmp_path, {
+        "graph/__init__.py": "",
+        "graph/utils.py": """
+            from typing import Optional, Tuple
+            import torch
+            from torch import Tensor
+            from torch.jit import _overload as overload
+
+            @overload
+            def remove_self_loops(edge_index: Tensor, edge_attr: None = None) -> Tuple[Tensor, None]:
+                pass
+
+            @overload
+            def remove_self_loops(edge_index: Tensor, edge_attr: Tensor) -> Tuple[Tensor, Tensor]:
+                pass
+
+            def remove_self_loops(edge_index: Tensor, edge_attr: Optional[Tensor] = None):
+                mask = edge_index[0] != edge_index[1]
+                edge_index = edge_index[:, mask]
+                return edge_index, edge_attr
+            """,
+        "graph/net.py": HEAD + """
+            from graph.utils import remove_self_loops
+
+            class Net(nn.Module):
+                def forward(self, x, edge_index):
+                    edge_index, _ = remove_self_loops(edge_index)
+                    return x, edge_index
+            """,
+    })
+    found = lint(root, "graph/net.py", "graph/utils.py")
+    assert at(found, "FL103") == [("graph/utils.py", 16)]
+
+
+def test_attribute_reads_under_an_isinstance_of_another_class_keep_the_tensor(tmp_path):
+    # `edge_index.is_undirected` is read as an `EdgeIndex` (a Tensor subclass of the project): it says
+    # nothing about `edge_index` outside that branch, which stays the annotated tensor
+    body = """
+        from sparse_tools import to_edge_index
+
+        class EdgeIndex(torch.Tensor):
+            is_undirected = False
+
+        def remove_self_loops(edge_index: torch.Tensor, sparse: bool = False):
+            if sparse:
+                edge_index, _ = to_edge_index(edge_index)
+            undirected = False
+            if isinstance(edge_index, EdgeIndex):
+                undirected = edge_index.is_undirected
+            mask = edge_index[0] != edge_index[1]
+            return edge_index[:, mask], undirected
+
+        class Net(nn.Module):
+            def forward(self, x, edge_index):
+                return x, remove_self_loops(edge_index)
+        """
+    root = project(tmp_path, {"net.py": HEAD + body})
+    assert at(lint(root, "net.py"), "FL103") == [("net.py", 15)]
+    # without the guard the same read is evidence that `edge_index` is not a tensor: no finding
+    unguarded = body.replace("if isinstance(edge_index, EdgeIndex):", "if undirected is False:")
+    (root / "net.py").write_text(_dedent(HEAD + unguarded))
+    assert at(lint(root, "net.py"), "FL103") == []
+
+
+def test_a_function_annotated_to_return_a_tensor_returns_one(tmp_path):
+    # PyG's `scatter(...) -> Tensor` ends in `torch_scatter.scatter(...)`, a package the linter cannot see;
+    # the annotation still makes `num_nodes` a tensor, and `int(num_nodes.max())` a break
+    helpers = """
+        import torch
+        from torch import Tensor
+        import torch_scatter
+
+        def scatter(src: Tensor, index: Tensor, reduce: str = "sum"){annotation}:
+            if reduce == "sum":
+                return src.new_zeros(4).scatter_add_(0, index, src)
+            return torch_scatter.scatter(src, index, reduce=reduce)
+        """
+    net = HEAD + """
+        from helpers import scatter
+
+        class Net(nn.Module):
+            def forward(self, x, batch):
+                num_nodes = scatter(batch.new_ones(x.size(0)), batch)
+                return x[: int(num_nodes.max())]
+        """
+    root = project(tmp_path, {"helpers.py": helpers.replace("{annotation}", " -> Tensor"), "net.py": net})
+    assert at(lint(root, "net.py"), "FL101") == [("net.py", 8)]
+    # unannotated, one return is an unknown package's call: not surely a tensor
+    (root / "helpers.py").write_text(_dedent(helpers.replace("{annotation}", "")))
+    assert at(lint(root, "net.py"), "FL101") == []
+
+
+def test_a_mask_rebound_in_the_same_block_is_the_one_that_reaches_the_read(tmp_path):
+    # PyG's filter_adj: `mask` is first an index map (`new_full`), then a boolean mask; the indexing
+    # after the second binding reads the boolean one (torch 2.13 CPU: GB0036 at that line)
+    body = """
+        class Net(nn.Module):
+            def forward(self, x, edge_index, node_index):
+                mask = node_index.new_full((x.size(0),), -1)
+                mask[node_index] = torch.arange(node_index.size(0))
+                row, col = mask[edge_index[0]], mask[edge_index[1]]
+                {rebinding}
+                row = row[mask]
+                return x, row
+        """
+    root = project(tmp_path, {"net.py": HEAD + body.replace("{rebinding}", "mask = (row >= 0) & (col >= 0)")})
+    assert at(lint(root, "net.py"), "FL103") == [("net.py", 9)]
+    # rebound only in a branch, the index map may still reach the read: not surely a boolean mask
+    branch = "if x.dim() > 1:\n                    mask = (row >= 0) & (col >= 0)"
+    (root / "net.py").write_text(_dedent(HEAD + body.replace("{rebinding}", branch)))
+    assert at(lint(root, "net.py"), "FL103") == []
+
+
+def test_repeat_interleave_with_an_output_size_that_every_compiled_call_leaves_none(tmp_path):
+    # PyG's `ptr2index(ptr, output_size=None)` passes `output_size=output_size` on: a compiled caller
+    # that leaves it None gets the data-dependent size (torch 2.13 CPU: GB0036 at that line)
+    helpers = """
+        from typing import Optional
+        import torch
+        from torch import Tensor
+
+        def ptr2index(ptr: Tensor, output_size: Optional[int] = None) -> Tensor:
+            index = torch.arange(ptr.numel() - 1, device=ptr.device)
+            return index.repeat_interleave(ptr.diff(), output_size=output_size)
+        """
+    net = HEAD + """
+        from helpers import ptr2index
+
+        class Net(nn.Module):
+            def forward(self, x, ptr):
+                return x, ptr2index(ptr{size})
+        """
+    root = project(tmp_path, {"helpers.py": helpers, "net.py": net.replace("{size}", "")})
+    found = lint(root, "net.py", "helpers.py")
+    assert at(found, "FL103") == [("helpers.py", 7)]
+    assert "is None in every compiled call" in next(f.message for f in found if f.code == "FL103")
+    (root / "net.py").write_text(_dedent(net.replace("{size}", ", output_size=x.size(0)")))
+    assert at(lint(root, "net.py", "helpers.py"), "FL103") == []
+
+
+def test_a_name_rebound_to_python_data_is_no_tensor_after_it(tmp_path):
+    # diffusers' IF safety checker: `flags = (x > t).tolist()` then `if any(flags):` and a loop over
+    # the Python bools; the `.tolist()` line breaks (FL101), the reads after it do not
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Checker(nn.Module):
+            def forward(self, x, images):
+                flags = x.flatten()
+                flags = flags > 0.5
+                flags = flags.tolist()
+                if any(flags):
+                    images = images * 0
+                for i, flag in enumerate(flags):
+                    if flag:
+                        images[i] = 0
+                return images
+        """})
+    found = lint(root, "net.py")
+    assert at(found, "FL101") == [("net.py", 7)]
+    assert at(found, "FL102") == []
+
+
+def test_items_of_a_comprehension_of_tensor_tuples_unpack_to_tensors(tmp_path):
+    # transformers' Mistral3 patch merger re-binds `image_sizes` (a tensor) to a list of tuples of
+    # 0-d tensors and unpacks `h, w` from an item: `view(h, w, d)` reads them on the host (GB0033)
+    root = project(tmp_path, {"net.py": HEAD + """
+        class Merger(nn.Module):
+            def forward(self, image_features: torch.Tensor, image_sizes: torch.Tensor):
+                image_sizes = [(s[0] // 14, s[1] // 14) for s in image_sizes]
+                tokens = [h * w for h, w in image_sizes]
+                d = image_features.shape[-1]
+                out = []
+                for i, part in enumerate(image_features.split(tokens)):
+                    h, w = image_sizes[i]
+                    out.append(part.view(h, w, d))
+                return out
+        """})
+    assert ("net.py", 11) in at(lint(root, "net.py"), "FL103")

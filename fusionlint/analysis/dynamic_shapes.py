@@ -11,6 +11,7 @@ import libcst as cst
 from fusionlint.analysis.conditions import dynamic_condition
 from fusionlint.analysis.judge import Found, TensorJudge, short, source
 from fusionlint.analysis.scope import function_nodes
+from fusionlint.semantic.bindings import PARAMETER
 
 # op -> hint; every one measured on torch 2.13.0+cpu as GB0036 "Dynamic shape operator".
 _SHAPE_OPS = {
@@ -300,7 +301,11 @@ class ShapeChecker:
         return f"`{text}` returns a tensor whose size depends on the data: graph break (GB0036) and a host sync; use {hint}"
 
     def _repeat_interleave(self, node: cst.Call, method: bool, text: Callable[[], str], ctx) -> list[Found]:
-        if any(a.keyword is not None and a.keyword.value == "output_size" for a in node.args):
+        given = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "output_size"), None)
+        # `output_size=output_size` passes a parameter on; when every compiled caller leaves it at its
+        # `None` default (PyG's `ptr2index(ptr, output_size=None)`), no size is given
+        unset = given is not None and _none_in_every_compiled_call(given, ctx)
+        if given is not None and not unset:
             return []
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
         keyword = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
@@ -316,7 +321,8 @@ class ShapeChecker:
             (
                 node,
                 f"`{text()}` with tensor `repeats` and no `output_size` has a data-dependent size: graph break "
-                "(GB0036) and a host sync; pass `output_size=` when the total is known",
+                "(GB0036) and a host sync; pass `output_size=` when the total is known"
+                + (f" (`{short(source(ctx, given))}` is None in every compiled call)" if unset and given is not None else ""),
                 None,
             )
         ]
@@ -454,7 +460,13 @@ class ShapeChecker:
                 return ctx.qualname(expr.args[0].value) == "torch.bool" and judge.receiver(func.value, "bool", ctx)
             return False
         if isinstance(expr, cst.Name):
-            bound = self._bindings(ctx).get(expr.value)
+            facts = ctx.facts()
+            # a re-bound name: only the bindings that reach this read (`mask = (row >= 0) & (col >= 0)`
+            # after `mask = idx.new_full(...)`), none of them the parameter's own value
+            reaching = facts.reaching_values(expr) if facts is not None else None
+            if reaching is not None and any(v is PARAMETER for v in reaching):
+                return False
+            bound = reaching if reaching is not None else self._bindings(ctx).get(expr.value)
             return bool(bound) and all(self.bool_mask(v, indexed, ctx, depth + 1) for v in bound)
         return False
 
@@ -464,6 +476,13 @@ class ShapeChecker:
         if fn is None:
             return {}
         return ctx.memo(("plain-bindings", id(fn.node)), lambda: _plain_bindings(fn.node))
+
+
+def _none_in_every_compiled_call(expr: cst.BaseExpression, ctx) -> bool:
+    """Is ``expr`` a parameter that every compiled call of the function leaves None (the project
+    model's constants: what each compiled caller passes, defaults included)?"""
+    fn = ctx.function
+    return isinstance(expr, cst.Name) and fn is not None and fn.constants.get(expr.value) == "None"
 
 
 def _number(expr: cst.BaseExpression) -> bool:

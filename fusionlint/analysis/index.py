@@ -13,7 +13,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.init_facts import InitParams, InitWrite, describe_cst, note_init_value, params_cst
-from fusionlint.analysis.names import dotted, record_import, resolve
+from fusionlint.analysis.names import dotted, is_overload_stub, record_import, resolve
 from fusionlint.analysis.walk import walk
 
 # A parent chain is a linked list (node, rest): recording it for a node costs one tuple.
@@ -266,10 +266,13 @@ class Collector:
                 expr = expr.func
             decorators.append(resolve(expr, self.index.aliases) or "")
         info = FunctionInfo(name, qual, node, cls, parent=self._func, decorators=decorators)
-        if self._func is None and self._cls is not None:
-            if self._cls.methods.setdefault(name, info) is info and name == "__init__":
-                self._cls.init_params = params_cst(node)
-        self.index.functions.setdefault(qual, info)
+        # an overload stub is never what a call runs: the plain definition after it is (it stays the
+        # current function while walked, so that its nested nodes keep their owner)
+        if not is_overload_stub(decorators):
+            if self._func is None and self._cls is not None:
+                if self._cls.methods.setdefault(name, info) is info and name == "__init__":
+                    self._cls.init_params = params_cst(node)
+            self.index.functions.setdefault(qual, info)
         self._func = info
 
     def _exit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -38,6 +38,23 @@ def through_aliases(name: str, aliases: dict[str, str]) -> str:
     return f"{target}.{rest}" if rest else target
 
 
+# Decorators that make a definition a typing stub: the name is bound at run time by the last, plain
+# definition (``typing.overload`` stubs; TorchScript's ``torch.jit._overload``, which PyTorch Geometric
+# imports as ``overload`` for its ``remove_self_loops``-style utilities).
+OVERLOAD_DECORATORS = frozenset(
+    {
+        "typing.overload", "typing_extensions.overload", "overload",
+        "torch.jit._overload", "torch.jit._overload_method", "torch._jit_internal._overload",
+        "torch._jit_internal._overload_method",
+    }
+)
+
+
+def is_overload_stub(decorators) -> bool:
+    """Whether resolved decorator names mark a definition as an overload stub, never the one called."""
+    return any(d in OVERLOAD_DECORATORS for d in decorators)
+
+
 def _module_name(node: cst.BaseExpression | cst.ImportStar | None) -> str:
     if node is None:
         return ""

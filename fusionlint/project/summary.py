@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fusionlint.analysis.judge import TENSOR_METHODS
+from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
-from fusionlint.semantic.values import NOTHING, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
+from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
 
 # Calls into these never reach project code: not worth a call site.
 _EXTERNAL_ROOTS = frozenset(
@@ -569,6 +570,8 @@ class _Summarizer:
         params = [_param(a.arg, _annotation(a.annotation), d) for a, d in zip(positional, defaults)]
         params += [_param(a.arg, _annotation(a.annotation), d) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
         decorators = _decorators(node, aliases)
+        if is_overload_stub(decorators):  # the plain definition of the name that follows is the one called
+            return
         static = "staticmethod" in decorators
         body_nodes: list[ast.AST] = []
         calls: list[ast.Call] = []
@@ -618,7 +621,12 @@ class _Summarizer:
             traced = [c for c in calls if id(c) not in skipped]
         sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once) for c in traced) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
-        returned = tuple(_shared(values.of(value)) for value in returns)
+        if _returns_tensor_annotation(node.returns):
+            # `def scatter(...) -> Tensor`: the signature says so, whatever its body's returns are
+            # (PyG's `scatter` ends in `torch_scatter.scatter(...)`, a package that may be absent)
+            returned: tuple[Value, ...] = (_TENSOR_VALUE,)
+        else:
+            returned = tuple(_shared(values.of(value)) for value in returns)
         items = _shared(_returned_items(returns, values, body_nodes)) if returns else None
         signature = _shared(tuple(params))  # `(self, hidden_states)`: shared by many functions
         info = FunctionSummary(
@@ -830,6 +838,21 @@ def _loop_elements(body_nodes) -> dict[str, str]:
         for t in targets:
             other.update(x.id for x in ast.walk(t) if isinstance(x, ast.Name))
     return {name: attr for name, attr in out.items() if name not in other}
+
+
+_TENSOR_VALUE: Value = frozenset({TENSOR})
+
+
+def _returns_tensor_annotation(node: Optional[ast.expr]) -> bool:
+    """``-> Tensor`` / ``-> torch.Tensor`` / ``-> "torch.LongTensor"``: a plain tensor, not Optional
+    nor a union (those may return None or something else)."""
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value.strip()
+    else:
+        text = dotted(node) or ""
+    return text.rsplit(".", 1)[-1] in TENSOR_ANNOTATIONS
 
 
 def _annotation(node: Optional[ast.expr]) -> Optional[str]:

@@ -6,7 +6,7 @@ This answers it with one fast walk, flow-insensitively; ``RuleContext.bindings()
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import libcst as cst
 
@@ -111,36 +111,56 @@ def _other_bound(node: cst.CSTNode) -> list[str]:
     return target_names(node.target)
 
 
-def reaching_plain_values(fn: cst.FunctionDef) -> dict[cst.Name, list[cst.BaseExpression]]:
+# In a list of ``reaching_plain_values``: the parameter's own value may reach the read (no binding
+# before it that always runs). Callers skip it when they look at the values themselves.
+PARAMETER = cst.Name("__parameter__")
+_BLOCK_TYPES = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite})
+
+
+class Reaching(NamedTuple):
+    """The plain bindings that reach one read: ``values`` in evaluation order, the first one the
+    binding that always ran before the read when there is one; ``hidden``: what that binding hid
+    (earlier bindings, ``PARAMETER``), empty when there is no such binding."""
+
+    values: list
+    hidden: list
+
+
+def reaching_plain_values(fn: cst.FunctionDef) -> dict[cst.Name, Reaching]:
     """For each read of a local name in ``fn`` (not in nested defs, lambdas or classes): the values
-    of the plain ``name = value`` bindings that come before it in evaluation order (an assignment's
-    value is read before its target is bound). Without loops, only those can reach the read; the
-    bindings after it cannot, so ``kv = [a, b]; if not kv: ...; kv = torch.cat(kv)`` tests a list.
+    of the plain ``name = value`` bindings that can reach it in evaluation order (an assignment's
+    value is read before its target is bound). Without loops, only bindings before the read can
+    reach it, so ``kv = [a, b]; if not kv: ...; kv = torch.cat(kv)`` tests a list; and a binding in
+    the read's own block or a block enclosing it always runs first, so it hides the ones before it:
+    in ``mask = idx.new_full(...); ...; mask = (row >= 0) & (col >= 0); row[mask]`` only the second
+    reaches (a binding in a branch, a loop, a ``with`` or ``try`` body hides nothing after it).
 
     Left out, so the caller falls back to what it knows flow-insensitively: reads of names that any
     other kind of binding also binds (``+=``, ``for``, ``with``, unpacking, imports, ...), reads
     inside a loop that binds the name (a later binding reaches them in the next iteration), and
     reads with no binding before them (a parameter, a global). A read of a parameter that is bound
-    again later maps to the values before it, possibly none: the caller adds the parameter itself."""
-    events: list[tuple[bool, cst.CSTNode, Optional[cst.BaseExpression], tuple]] = []  # (is_bind, name, value, loops)
+    again later maps to the values before it, with ``PARAMETER`` among them while no such binding
+    hides the parameter's own value (in ``hidden`` when one does)."""
+    # (is_bind, name, value, loops, blocks): `blocks` are the ids of the statement blocks around it
+    events: list[tuple[bool, cst.CSTNode, Optional[cst.BaseExpression], tuple, tuple]] = []
     other: set[str] = set()
     body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else (fn.body,)
-    stack: list[tuple[object, tuple]] = [(stmt, ()) for stmt in reversed(body)]
+    stack: list[tuple[object, tuple, tuple]] = [(stmt, (), ()) for stmt in reversed(body)]
     # dispatch on the exact type: this walk runs once per function with a re-bound name, and
     # isinstance() against a tuple of libcst classes per node was most of its cost
-    other_binders, loop_kinds = _OTHER_BINDER_TYPES, _LOOP_TYPES
+    other_binders, loop_kinds, block_kinds = _OTHER_BINDER_TYPES, _LOOP_TYPES, _BLOCK_TYPES
     while stack:
-        item, loops = stack.pop()
+        item, loops, blocks = stack.pop()
         if type(item) is tuple:  # a binding, queued after its value
-            events.append((True, item[0], item[1], loops))
+            events.append((True, item[0], item[1], loops, blocks))
             continue
         node = item
         kind = type(node)
         if kind is cst.Name:
-            events.append((False, node, None, loops))
+            events.append((False, node, None, loops, blocks))
             continue
         if kind is cst.Attribute:
-            stack.append((node.value, loops))  # `.attr` is no read of a local
+            stack.append((node.value, loops, blocks))  # `.attr` is no read of a local
             continue
         if kind is cst.FunctionDef or kind is cst.ClassDef:
             other.add(node.name.value)  # its body runs later (or in its own scope)
@@ -154,32 +174,40 @@ def reaching_plain_values(fn: cst.FunctionDef) -> dict[cst.Name, list[cst.BaseEx
             queued: list = []
             for target in targets:
                 if type(target) is cst.Name:
-                    queued.append(((target, node.value), loops))
+                    queued.append(((target, node.value), loops, blocks))
                 else:
                     other.update(target_names(target))
-                    queued.append((target, loops))  # `d[k] = v`, `self.x = v` read names
+                    queued.append((target, loops, blocks))  # `d[k] = v`, `self.x = v` read names
             stack.extend(reversed(queued))
-            stack.append((node.value, loops))  # popped first: the value is evaluated first
+            stack.append((node.value, loops, blocks))  # popped first: the value is evaluated first
             continue
         if kind is cst.Arg and node.keyword is not None:
-            stack.append((node.value, loops))  # `f(dim=d)`: `dim` is no read
+            stack.append((node.value, loops, blocks))  # `f(dim=d)`: `dim` is no read
             continue
         inner = loops + (node,) if kind in loop_kinds else loops
-        stack.extend((child, inner) for child in reversed(children(node)))
+        within = blocks + (id(node),) if kind in block_kinds else blocks
+        stack.extend((child, inner, within) for child in reversed(children(node)))
     bound_in_loop: dict[int, set[str]] = {}
-    for is_bind, name, _, loops in events:
+    for is_bind, name, _, loops, _ in events:
         if is_bind:
             for loop in loops:
                 bound_in_loop.setdefault(id(loop), set()).add(name.value)
     params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
-    earlier: dict[str, list[cst.BaseExpression]] = {}
-    out: dict[cst.Name, list[cst.BaseExpression]] = {}
-    for is_bind, name, value, loops in events:
+    earlier: dict[str, list[tuple[cst.BaseExpression, tuple]]] = {}
+    out: dict[cst.Name, Reaching] = {}
+    for is_bind, name, value, loops, blocks in events:
         n = name.value
         if is_bind:
-            earlier.setdefault(n, []).append(value)
+            earlier.setdefault(n, []).append((value, blocks))
         elif n not in other and (n in params or n in earlier) and not any(n in bound_in_loop.get(id(l), ()) for l in loops):
-            out[name] = list(earlier.get(n, ()))
+            before = [PARAMETER] * (n in params) + [bound for bound, _ in earlier.get(n, ())]
+            cut = 0
+            for i in range(len(before) - 1, (n in params) - 1, -1):
+                where = earlier[n][i - (n in params)][1]
+                if blocks[: len(where)] == where:
+                    cut = i  # it always ran before the read: what came before it is hidden
+                    break
+            out[name] = Reaching(before[cut:], before[:cut])
     # only names bound more than once (a parameter counts as one binding): a name bound once has one
     # value everywhere, and the caller's flow-insensitive facts already say what it is
     rebound = {n for n, values in earlier.items() if len(values) + (n in params) > 1}

@@ -21,11 +21,16 @@ from fusionlint.analysis.names import resolve
 from fusionlint.analysis.walk import iter_nodes
 
 TENSOR, NOT_TENSOR, PYTHON = "tensor", "not-tensor", "python"
+# `isinstance(e, EdgeIndex)` with a class that is neither torch.Tensor nor a builtin: inside, `e` is
+# that class, so what the branch reads of `e` (`e.is_undirected`) says nothing about `e` elsewhere.
+# The reads themselves are not claimed tensors (PyG's `isinstance(edge_index, SparseTensor)` branch
+# holds a torch_sparse object; EdgeIndex subclasses Tensor, but nothing here knows which is which).
+OTHER_CLASS = "other-class"
 _PYTHON_TYPES = frozenset({"int", "float", "bool", "str", "list", "tuple", "dict", "set", "bytes", "complex",
                            "numbers.Number", "numbers.Integral", "numbers.Real"})
 _IS_TENSOR_CALLS = frozenset({"torch.is_tensor"})
 _ISINSTANCE = frozenset({"isinstance", "torch.jit.isinstance"})
-_INVERT = {TENSOR: NOT_TENSOR, NOT_TENSOR: TENSOR, PYTHON: None}
+_INVERT = {TENSOR: NOT_TENSOR, NOT_TENSOR: TENSOR, PYTHON: None, OTHER_CLASS: None}
 
 
 def _type_kind(expr: cst.BaseExpression, aliases: dict[str, str]) -> Optional[str]:
@@ -37,6 +42,8 @@ def _type_kind(expr: cst.BaseExpression, aliases: dict[str, str]) -> Optional[st
             kinds.add(TENSOR)
         elif qual in _PYTHON_TYPES:
             kinds.add(PYTHON)
+        elif qual:
+            kinds.add(OTHER_CLASS)
         else:
             return None
     return kinds.pop() if len(kinds) == 1 else None
@@ -149,7 +156,7 @@ def _compound(stmt: cst.BaseCompoundStatement, name: str) -> Iterator[cst.Name]:
 
 
 def narrowed(fn: cst.FunctionDef, aliases: dict[str, str], blocked: frozenset[str]) -> dict[cst.Name, str]:
-    """Name node -> TENSOR / NOT_TENSOR / PYTHON for the reads that a guard decides, in ``fn``'s own body.
+    """Name node -> TENSOR / NOT_TENSOR / PYTHON / OTHER_CLASS for the reads a guard narrows, in ``fn``'s own body.
 
     ``blocked``: names that are never tensors (bound only to shapes, sizes, numbers): a positive guard on
     one guards dead code, whose reads count as Python values."""
@@ -162,7 +169,9 @@ def narrowed(fn: cst.FunctionDef, aliases: dict[str, str], blocked: frozenset[st
             if kind == TENSOR and name in blocked:
                 kind = PYTHON  # the branch is dead: nothing in it runs with a tensor
             for node in _region(region, name):
-                out.setdefault(node, kind)
+                # a guard that decides (an inner `isinstance(e, torch.Tensor)`) wins over OTHER_CLASS
+                if out.setdefault(node, kind) == OTHER_CLASS:
+                    out[node] = kind
 
     for node in iter_nodes(fn.body, (cst.If, cst.IfExp, cst.BooleanOperation)):
         if isinstance(node, cst.If):

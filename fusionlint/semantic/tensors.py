@@ -13,8 +13,8 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.semantic.bindings import reaching_plain_values, target_names
-from fusionlint.semantic.guards import TENSOR, narrowed
+from fusionlint.semantic.bindings import PARAMETER, reaching_plain_values, target_names
+from fusionlint.semantic.guards import OTHER_CLASS, TENSOR, narrowed
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.names import dotted, resolve
@@ -399,6 +399,8 @@ class TensorFacts:
         for node in iter_nodes(self.fn.node.body, (cst.Attribute,)):
             base = node.value
             if isinstance(base, cst.Name) and base.value in self.names and not is_tensor_api(node.attr.value):
+                if self.guarded(base) == OTHER_CLASS:
+                    continue  # read as another class (`isinstance(e, EdgeIndex) and e.is_undirected`)
                 suspects.add(base.value)
         if not suspects:
             return
@@ -497,6 +499,11 @@ class TensorFacts:
         if isinstance(expr, (cst.Tuple, cst.List)):  # `(h, h * 2)`: every item a tensor
             return bool(expr.elements) and all(
                 isinstance(e, cst.Element) and self.is_tensor(e.value) for e in expr.elements)
+        if isinstance(expr, cst.ListComp):
+            # `[(s[0] // p, s[1] // p) for s in sizes]` over a tensor: each item a tensor or a tuple of
+            # tensors (transformers' Mistral3 re-binds `image_sizes` so, then unpacks `h, w` from an item)
+            elt = expr.elt
+            return self.is_tensor(elt) or (isinstance(elt, cst.Tuple) and self._is_sequence(elt))
         if isinstance(expr, cst.Subscript):
             return self.is_sequence(expr.value) and _is_slice(expr)
         if not isinstance(expr, cst.Call):
@@ -536,14 +543,36 @@ class TensorFacts:
         values = self._bindings.get(n)
         if values is None or len(values) + (n in self._param_names) < 2:
             return None  # bound once: no history to follow (and no walk for most reads)
-        if self._rebinding_reads is None:
-            self._rebinding_reads = reaching_plain_values(self.fn.node)
-        earlier = self._rebinding_reads.get(name)
+        earlier = self.reaching_values(name)
         if earlier is None:
             return None
-        if n in self._tensor_params and n in self._param_names:
+        if n in self._tensor_params and any(value is PARAMETER for value in earlier):
             return True
-        return any(self.is_tensor(value) for value in earlier)
+        return any(self.is_tensor(value) for value in earlier if value is not PARAMETER)
+
+    def reaching_values(self, name: cst.Name) -> Optional[list[cst.BaseExpression]]:
+        """The plain bindings that can reach this read of a re-bound name (``PARAMETER`` among them
+        when the parameter's own value can), or None when that is not known simply
+        (``bindings.reaching_plain_values``).
+
+        A binding that always runs before the read hides the earlier ones only when its value says
+        what it is (a tensor, a Python value, a container: ``flags = flags.tolist()``). A value of
+        unknown type (``attention_mask = outputs.attention_mask``) most often keeps the name's role,
+        so the earlier bindings still count, as they do without flow."""
+        if self._rebinding_reads is None:
+            self._rebinding_reads = reaching_plain_values(self.fn.node)
+        reach = self._rebinding_reads.get(name)
+        if reach is None:
+            return None
+        if reach.hidden and not self._says_what_it_is(reach.values[0]):
+            return reach.hidden + reach.values
+        return reach.values
+
+    def _says_what_it_is(self, value: cst.BaseExpression) -> bool:
+        return (
+            _python_valued(value) or isinstance(value, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp))
+            or self.is_tensor(value) or self.is_sequence(value)
+        )
 
     # -- guards ------------------------------------------------------------------------------------
     def guarded(self, name: cst.Name) -> Optional[str]:
@@ -580,7 +609,7 @@ class TensorFacts:
     def is_tensor(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
             guard = self.guarded(expr)
-            if guard is not None:
+            if guard is not None:  # under `isinstance(e, SparseTensor)`: that class, not claimed a tensor
                 return guard == TENSOR
             before = self._before_rebinding(expr)
             if before is not None:
