@@ -25,6 +25,9 @@ _DYNAMIC_CONDITION = re.compile(r"once `[^`]+`(?:, `[^`]+`)* (?:is|are) a dynami
 # stated, but no pass measures it (each model would need a configuration of its own)
 _CONFIG_CONDITION = re.compile(r"when `[^`]*` holds \(Dynamo reads the configuration")
 CONDITIONS = ("float16", "bfloat16", "dynamic")
+# a finding after a loop whose every iteration breaks, in the same frame (fusionlint's
+# analysis/conditions.py shadowed_condition): its line runs eagerly today; no pass measures it
+_EAGER_CONDITION = re.compile(r"not today: Dynamo runs this line eagerly")
 
 BREAK_EFFECTS = frozenset({"graph-break", "host-sync"})
 RECOMPILE_EFFECTS = frozenset({"recompile"})
@@ -262,7 +265,8 @@ def score(
 
 def stated_condition(message: str) -> str | None:
     """The condition a finding's message states for its break ("float16", "bfloat16", "dynamic": a pass
-    measures it; "config": none does), or None when it states none."""
+    measures it; "config", and "eager" for a line that runs eagerly today behind a loop's break: none
+    does), or None when it states none."""
     m = _DTYPE_CONDITION.search(message)
     if m is not None:
         return "float16" if m["dtype"] in ("float16", "half") else m["dtype"]
@@ -270,6 +274,8 @@ def stated_condition(message: str) -> str | None:
         return "dynamic"
     if _CONFIG_CONDITION.search(message):
         return "config"
+    if _EAGER_CONDITION.search(message):
+        return "eager"
     return None
 
 

@@ -23,7 +23,7 @@ from fusionlint.analysis.context import LINE_REFS, NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
 from fusionlint.analysis.walk import forget_bodies, remember_bodies
 from fusionlint.analysis.dead_branches import dead_nodes
-from fusionlint.analysis.every_iteration import drop_reports_in_breaking_loops
+from fusionlint.analysis.every_iteration import drop_reports_in_breaking_loops, mark_reports_after_breaking_loops
 from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import cst_parse, torch_target
 from fusionlint.analysis.project import ProjectIndex
@@ -232,7 +232,8 @@ class Engine:
         # the graph-break rules that were not asked for still tell which loops break on every
         # iteration (a finding must not change with which other rules are selected)
         evidence_rules = loop_break_evidence_rules(tuple(rules))
-        wanted = frozenset().union(*(handled_node_types(r) for r in (*rules, *evidence_rules)))
+        # `for` loops always: whether one breaks on every iteration decides what the findings after it say
+        wanted = frozenset({"For"}).union(*(handled_node_types(r) for r in (*rules, *evidence_rules)))
         index = Collector(wanted).collect(module)
         # what the methods the sparse plan left out would have told the collector
         inexact = sparse_mod.apply_facts(index, plan) if plan is not None else None
@@ -251,7 +252,7 @@ class Engine:
             crash = _apply_rule(rule_cls, index, ctx, eager)
             if crash is not None:  # a bug in this rule: it loses this file, the other rules do not
                 crashes.append(crash)
-        if evidence_rules and any(r.rule.void_in_breaking_loop for r in ctx.reports):
+        if evidence_rules and ctx.reports and index.records.get("For"):
             kept, ctx.reports = ctx.reports, []
             for rule_cls in evidence_rules:
                 _apply_rule(rule_cls, index, ctx, eager)  # a crash here only loses evidence: the finding stays
@@ -260,6 +261,8 @@ class Engine:
             evidence = []
         # a loop whose every iteration breaks runs eagerly: what only its unrolling would cost cannot happen
         ctx.reports = drop_reports_in_breaking_loops(ctx.reports, index, evidence)
+        # and the rest of its frame runs eagerly too: what comes after it breaks only once it is fixed
+        ctx.reports = mark_reports_after_breaking_loops(ctx.reports, index, evidence)
         return ctx.reports, crashes, ctx
 
     def _to_findings(self, module: cst.Module, positions, reports: list[Report], path: str) -> list[Finding]:
@@ -318,10 +321,9 @@ def _apply_rule(rule_cls: type[Rule], index, ctx: RuleContext, eager: frozenset[
 
 @functools.lru_cache(maxsize=64)
 def loop_break_evidence_rules(rules: tuple[type[Rule], ...]) -> tuple[type[Rule], ...]:
-    """The default graph-break rules missing from ``rules``, when one of ``rules`` is void in a loop
-    that breaks on every iteration (fusionlint.analysis.every_iteration); else none."""
-    if not any(r.void_in_breaking_loop for r in rules):
-        return ()
+    """The default graph-break rules missing from ``rules``: whether a loop breaks on every iteration
+    (fusionlint.analysis.every_iteration) decides what FL204 reports and what the findings after such a
+    loop say, whichever rules are selected."""
     return tuple(
         r for r in all_rules().values()
         if r not in rules and r.static and r.default_enabled and Effect.GRAPH_BREAK in r.effects

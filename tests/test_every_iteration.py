@@ -10,6 +10,7 @@ entry at all, the others one per batch size.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 from tests.helpers import need
 from tests.test_semantic_patterns import HEAD, at, lint, project
@@ -136,3 +137,56 @@ def test_torch_runs_the_breaking_loops_eagerly_and_unrolls_the_others(tmp_path):
             compiled(x, x % 2) if name == "Cache" else compiled(x.float())
         entries[name] = len(_debug_get_cache_entry_list(type(module).forward.__code__))
     assert entries == {"Cache": 0, "Item": 0, "Branch": 0, "Plain": 4, "Conditional": 4}
+
+
+# After such a loop the rest of the frame runs eagerly too (PyG 2.8.1's EdgePooling._merge_edges and
+# vit-pytorch 1.26's NaViT.forward in the recall bench: the loop's break recorded, none after it)
+AFTER = HEAD + """
+def _width(x):
+    return int(x.max())
+
+
+class After(nn.Module):
+    def forward(self, x: torch.Tensor):
+        out = []
+        for row in x:
+            out.append(row * row.sum().item())
+        h = torch.stack(out)
+        n = int(h.max())
+        return h[:, : _width(x)] * n
+
+
+def example_inputs():
+    return (torch.arange(12.0).reshape(4, 3),)
+"""
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_findings_after_a_loop_that_breaks_on_every_iteration_say_they_run_eagerly_today(tmp_path):
+    root = project(tmp_path, {"after.py": AFTER})
+    text = (root / "after.py").read_text()
+    loop_break, after, helper = (_line(text, s) for s in ("row.sum().item()", "n = int(h.max())", "return int(x.max())"))
+    for select in ("ALL", "FL101", "FL101,FL103"):  # the same messages whatever else is selected
+        found = {f.line: f.message for f in lint(root, select=select) if f.code == "FL101"}
+        assert set(found) == {loop_break, after, helper}, select
+        assert f"the graph break at line {loop_break} inside a loop" in found[after]
+        assert "not today" not in found[loop_break]  # the loop's own break happens
+        assert "not today" not in found[helper]  # a function it calls is a frame of its own
+
+
+def test_torch_records_the_loops_break_and_none_after_it_in_that_frame(tmp_path):
+    need("torch", "compiles the module to measure the fact the message rests on")
+    from tests.test_fixture_effects import load_module, measure_module
+
+    path = tmp_path / "after_loop.py"
+    path.write_text(AFTER.replace("class After(", "class Model("), encoding="utf-8")
+    text = path.read_text()
+    measured = measure_module(load_module(path), path)
+    assert measured.eager_ok and measured.compiled_ok, (measured.eager_error, measured.compiled_error)
+    lines = {s.line for s in measured.break_sites if s.file and Path(s.file).resolve() == path.resolve()}
+    assert _line(text, "row.sum().item()") in lines
+    assert _line(text, "n = int(h.max())") not in lines
+    assert _line(text, "return int(x.max())") in lines  # the helper is compiled as a frame of its own

@@ -142,6 +142,10 @@ def test_the_conditions_the_rules_state_are_read_from_their_messages():
         "        if not self.config.use_cache and h.sum() > 0:\n            h = h * 2\n        return h\n"))
     assert [rm.stated_condition(m) for m in plain] == [None]
     assert [rm.stated_condition(m) for m in config] == ["config"]  # stated, but no pass measures it
+    eager = _messages("FL101", HEAD_SRC + (
+        "class L(nn.Module):\n    def forward(self, x: torch.Tensor):\n"
+        "        for row in x:\n            x = x * row.sum().item()\n        return x * int(x.max())\n"))
+    assert [rm.stated_condition(m) for m in eager] == [None, "eager"]  # the loop's own break; the line after it
 
 
 def test_a_conditional_finding_is_real_only_when_its_conditions_pass_broke_at_its_line():

@@ -1,11 +1,13 @@
 """The inputs under which a finding's break happens, as its message states them.
 
-Three forms exist: FL102's dtype precondition ("when `x.dtype == torch.float16` holds", from
+Three input forms exist: FL102's dtype precondition ("when `x.dtype == torch.float16` holds", from
 ``control_flow``), its configuration precondition ("when `self.config.rope_type != "default"` holds
 (Dynamo reads the configuration...)", also ``control_flow``) and FL103's dynamic sizes ("once `n` is a
 dynamic size", from ``dynamic_shapes``).
 Both producers build their phrase from the helpers here, and readers (``every_iteration``; the recall
 bench's per-condition passes) recognise it with ``states_condition``, so the wording lives in one place.
+A fourth form is no input: a finding after a loop whose every iteration breaks runs eagerly today
+(``shadowed_condition``, from ``every_iteration``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,26 @@ def dynamic_condition(names: list[str]) -> str:
     """The message part for a break that happens only once ``names`` are dynamic sizes."""
     which = ", ".join(f"`{n}`" for n in names)
     return f"once {which} {'are' if len(names) > 1 else 'is'} a dynamic size"
+
+
+# A finding in code that Dynamo runs eagerly today, because a loop before it breaks on every
+# iteration (``every_iteration``): it holds once that break is gone. Not an input condition:
+# ``states_condition`` does not count it.
+_SHADOWED = re.compile(r"not today: Dynamo runs this line eagerly")
+
+
+def shadowed_condition(lines_placeholder: str) -> str:
+    """The message part for a finding after a loop whose every iteration breaks, in the same frame;
+    ``lines_placeholder`` becomes the loop's breaking line once positions are known."""
+    return (
+        f" (not today: Dynamo runs this line eagerly, since the graph break at line {lines_placeholder} "
+        "inside a loop before it makes Dynamo skip the rest of the frame; it applies once that break is gone)"
+    )
+
+
+def states_shadow(message: str) -> bool:
+    """Does the finding's message say that its line runs eagerly today (``shadowed_condition``)?"""
+    return bool(_SHADOWED.search(message))
 
 
 def states_condition(message: str) -> bool:
