@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric")
+PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -81,6 +81,17 @@ TopKPooling SAGPooling EdgePooling ASAPooling
 """.split()
 
 
+# vit-pytorch (lucidrains): vision transformers, each file one architecture; `module.Class`
+VIT_PYTORCH = """
+vit.ViT simple_vit.SimpleViT cait.CaiT deepvit.DeepViT t2t.T2TViT cross_vit.CrossViT pit.PiT levit.LeViT cvt.CvT
+twins_svt.TwinsSVT regionvit.RegionViT crossformer.CrossFormer scalable_vit.ScalableViT sep_vit.SepViT max_vit.MaxViT
+nest.NesT mobile_vit.MobileViT xcit.XCiT ats_vit.ViT vit_with_patch_merger.ViT vit_with_patch_dropout.ViT
+simple_vit_with_patch_dropout.SimpleViT na_vit.NaViT rvt.RvT cct.CCT vit_for_small_dataset.ViT
+parallel_vit.ViT look_vit.LookViT normalized_vit.nViT simple_vit_with_register_tokens.SimpleViT
+simple_vit_with_qk_norm.SimpleViT jumbo_vit.JumboViT vit_5.ViT
+""".split()
+
+
 def all_names() -> list[str]:
     names = [f"timm:{n}" for n in TIMM]
     names += [f"transformers:{n}" for n in TRANSFORMERS_TEXT]
@@ -89,6 +100,7 @@ def all_names() -> list[str]:
     names += [f"monai:{n}" for n in MONAI]
     names += [f"diffusers:{n}" for n in DIFFUSERS]
     names += [f"torch_geometric:{n}" for n in PYG]
+    names += [f"vit_pytorch:{n}" for n in VIT_PYTORCH]
     return names
 
 
@@ -113,6 +125,7 @@ def build(name: str) -> Built:
         "monai": _monai,
         "diffusers": _diffusers,
         "torch_geometric": _pyg,
+        "vit_pytorch": _vit_pytorch,
     }[family](model)
 
 
@@ -684,3 +697,66 @@ def _pyg(name: str) -> Built:
     }
     ctor, make = specs[name]
     return Built(ctor(), [8, 12, 16], make)
+
+
+# ---------------------------------------------------------------- vit-pytorch
+
+
+def _vit_pytorch(name: str) -> Built:
+    # vit_pytorch's __init__ imports its DINO trainer, which imports torchvision: the stand-in again
+    import importlib
+
+    import torchvision_stub
+
+    torchvision_stub.install()
+    import torch
+
+    module, _, cls = name.partition(".")
+    ctor = getattr(importlib.import_module(f"vit_pytorch.{module}"), cls)
+    small = dict(image_size=32, patch_size=8, num_classes=10, dim=32, depth=2, heads=2, mlp_dim=64, dim_head=16)
+    stages = dict(num_classes=10, channels=3)
+    kwargs: dict[str, dict] = {
+        "cait": dict(small, cls_depth=1),
+        "pit": dict(small, depth=(1, 1)),
+        "xcit": dict(small, cls_depth=1),
+        "ats_vit": dict(small, max_tokens_per_depth=(12, 6)),
+        "t2t": dict(image_size=32, num_classes=10, dim=32, depth=2, heads=2, mlp_dim=64, dim_head=16),
+        "cross_vit": dict(image_size=32, num_classes=10, sm_dim=32, lg_dim=32, sm_patch_size=8, lg_patch_size=16,
+                          sm_enc_depth=1, sm_enc_heads=2, sm_enc_mlp_dim=64, sm_enc_dim_head=16, lg_enc_depth=1,
+                          lg_enc_heads=2, lg_enc_mlp_dim=64, lg_enc_dim_head=16, cross_attn_depth=1, cross_attn_heads=2,
+                          cross_attn_dim_head=16, depth=1),
+        "levit": dict(image_size=64, num_classes=10, dim=(32, 48, 64), depth=1, heads=(2, 2, 2), mlp_mult=2,
+                      dim_key=16, dim_value=16),
+        "cvt": dict(num_classes=10, s1_emb_dim=16, s2_emb_dim=32, s2_depth=1, s2_heads=2, s3_emb_dim=64, s3_depth=1,
+                    s3_heads=2),
+        "twins_svt": dict(num_classes=10, s1_emb_dim=16, s2_emb_dim=32, s3_emb_dim=64, s3_depth=1, s4_emb_dim=64),
+        "regionvit": dict(dim=(16, 32, 64, 128), depth=(1, 1, 1, 1), window_size=7, num_classes=10),
+        "crossformer": dict(dim=(32, 64, 128, 256), depth=(1, 1, 1, 1), num_classes=10),
+        "scalable_vit": dict(stages, dim=16, depth=(1, 1, 1, 1), heads=(1, 2, 4, 8), reduction_factor=(8, 4, 2, 1),
+                             window_size=(8, 8, 4, None)),
+        "sep_vit": dict(stages, dim=16, depth=(1, 1, 1, 1), heads=(1, 2, 4, 8), window_size=4, dim_head=8),
+        "max_vit": dict(stages, dim=16, depth=(1, 1), dim_head=8, dim_conv_stem=16, window_size=4),
+        "nest": dict(image_size=32, patch_size=4, num_classes=10, dim=32, heads=2, num_hierarchies=2, block_repeats=(1, 1)),
+        "mobile_vit": dict(image_size=(64, 64), dims=[32, 32, 32], channels=[8, 8, 16, 16, 24, 24, 32, 32, 48, 48, 64],
+                           num_classes=10),
+        "cct": dict(img_size=32, embedding_dim=32, n_conv_layers=1, kernel_size=3, stride=1, padding=1,
+                    pooling_kernel_size=3, pooling_stride=2, pooling_padding=1, num_layers=2, num_heads=2, mlp_ratio=2.0,
+                    num_classes=10, positional_embedding="learnable"),
+        "look_vit": dict(dim=32, image_size=32, num_classes=10, depth=1, patch_size=8, highres_patch_size=4, heads=2,
+                         dim_head=16, cross_attn_heads=2, cross_attn_dim_head=16),
+    }.get(module, small)
+    model = ctor(**kwargs)
+    side = kwargs.get("image_size", kwargs.get("img_size", 64))
+    side = side[0] if isinstance(side, tuple) else side
+    sizes = [side, side * 2, side * 3]  # most fix the size in their position embedding: the probe keeps what runs
+    if module in ("twins_svt", "regionvit", "crossformer", "sep_vit"):  # windows of 7 over 4 stages
+        sizes = [224, 448]
+
+    if module == "na_vit":  # NaViT packs a list of lists of images of their own sizes into one sequence
+        def make(b: int, s: int):
+            return ([[torch.randn(3, s, s), torch.randn(3, s, s // 2)] for _ in range(b)],), {}
+    else:
+        def make(b: int, s: int):
+            return (torch.randn(b, 3, s, s),), {}
+
+    return Built(model, sizes, make)
