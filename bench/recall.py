@@ -8,7 +8,7 @@
     python bench/recall.py --rescore --conditional [--only NAME]   # + the conditional passes
 
 It creates its own venv in .bench/venv (git-ignored) with pinned torch (CPU), timm, transformers, MONAI,
-diffusers and this checkout of fusionlint (`pip install -e .`, so the static pass runs on the current sources),
+diffusers, PyTorch Geometric, vit-pytorch and this checkout of fusionlint (`pip install -e .`, so the static pass runs on the current sources),
 builds each model with random weights, and records with Dynamo's `eager` backend every graph-break
 site (innermost frame inside the model package, from the `graph_breaks` log) and every recompile (with
 the failed guard's source line, from the `recompiles` log; for a failed input-size guard, the package
@@ -354,7 +354,9 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
     out = [
         f"# fusionlint recall on real models ({raw['date']}; scored {datetime.date.today().isoformat()})",
         f"torch {v['torch']} CPU, Dynamo backend 'eager'; timm {v['timm']}, transformers {v['transformers']}, "
-        f"MONAI {v['monai']}" + (f", diffusers {v['diffusers']}" if v.get("diffusers") else "")
+        f"MONAI {v['monai']}" + "".join(
+            f", {label} {v[key]}" for key, label in
+            (("diffusers", "diffusers"), ("torch_geometric", "PyG"), ("vit_pytorch", "vit-pytorch")) if v.get(key))
         + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",
