@@ -619,3 +619,17 @@ def test_a_warm_run_imports_neither_the_rules_nor_libcst_and_still_checks_the_se
     # a selection naming no rule is still an error with a cache present (its settings have no entries)
     _, bad = _cli_process(root, "--select", "FL999")
     assert bad == "IMPORTED True True 2"
+
+
+def test_a_class_that_stops_subclassing_tensor_in_another_file_changes_the_guarded_findings(tmp_path):
+    index = "import torch\nfrom torch import Tensor\n\n\nclass Index(Tensor):\n    is_sorted = False\n"
+    guarded = ("import torch\nfrom torch import nn\n\nfrom index import Index\n\n\nclass Net(nn.Module):\n"
+               "    def forward(self, value: torch.Tensor):\n"
+               "        if isinstance(value, Index) and value.is_sorted:\n"
+               "            if (value.diff() >= 0).all():\n                value = value * 2\n        return value\n")
+    root = _project(tmp_path, index=index, net=guarded)
+    assert ("net.py", 10, "FL102") in [(f.path, f.line, f.code) for f in _run(root).result.findings]
+    (root / "index.py").write_text(index.replace("class Index(Tensor):", "class Index:"))
+    edited = _run(root)
+    assert [f for f in edited.result.findings if f.path == "net.py"] == []  # net.py itself did not change
+    assert _found(edited) == _found(_run(root, cache=False))

@@ -1439,3 +1439,28 @@ def test_items_of_a_comprehension_of_tensor_tuples_unpack_to_tensors(tmp_path):
                 return out
         """})
     assert ("net.py", 11) in at(lint(root, "net.py"), "FL103")
+
+
+def test_an_isinstance_guard_on_a_project_tensor_subclass_keeps_the_tensor(tmp_path):
+    # PyG's collate: `isinstance(value, Index) and values[0].is_sorted` then `(value.diff() >= 0).all()`;
+    # `Index` subclasses torch.Tensor in another file, so the branch tests a tensor (GB0170 there), while
+    # a guard on a class that is no tensor (`SparseTensor` from torch_sparse) says nothing of the kind
+    root = project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/index.py": "import torch\nfrom torch import Tensor\n\n\nclass Index(Tensor):\n    is_sorted = False\n\n\n"
+                        "class Graph:\n    is_sorted = False\n",
+        "pkg/net.py": HEAD + """
+            from pkg.index import Index
+
+            class Net(nn.Module):
+                def forward(self, value: torch.Tensor):
+                    if isinstance(value, Index) and value.is_sorted:
+                        if (value.diff() >= 0).all():
+                            value = value * 2
+                    return value
+            """,
+    })
+    net = (root / "pkg/net.py").read_text()
+    assert at(lint(root, "pkg/net.py"), "FL102") == [("pkg/net.py", 8)]
+    (root / "pkg/net.py").write_text(net.replace("Index", "Graph"))
+    assert at(lint(root, "pkg/net.py"), "FL102") == []

@@ -182,6 +182,8 @@ class FileIndex:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)  # by qualname
     compile_targets: set[str] = field(default_factory=set)  # names passed to torch.compile(...)
     records: dict[str, list[Record]] = field(default_factory=dict)  # node type name -> records
+    # names (as this file's imports resolve them) of project classes that subclass torch.Tensor
+    tensor_classes: frozenset[str] = frozenset()
 
 
 _BUFFER_CALLS = ("register_buffer",)

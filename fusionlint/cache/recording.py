@@ -113,6 +113,9 @@ class RecordingModel:
     def attributes(self, summary, cls):
         return self._rec.log(("model.attributes", summary.path, cls.name), self._model.attributes(summary, cls))
 
+    def tensor_classes(self, summary):
+        return self._rec.log(("model.tensor_classes", summary.path), self._model.tensor_classes(summary))
+
     def submodule_items(self, summary, cls, attr: str):
         return self._rec.log(("model.submodule_items", summary.path, cls.name, attr), self._model.submodule_items(summary, cls, attr))
 
@@ -277,6 +280,7 @@ _QUESTIONS: dict[str, Callable] = {
     "model.attributes": lambda m, i, path, name: m.attributes(*_class_of(m, path, name)),
     "model.function_facts": lambda m, i, shown, qual: m.function_facts(shown, qual),
     "model.binds_logger": lambda m, i, qual: m.binds_logger(qual),
+    "model.tensor_classes": lambda m, i, path: None if m.files.get(path) is None else m.tensor_classes(m.files[path]),
     "index.class_kind": lambda m, i, name: i.class_kind(name),
     "index.python_number_uses": lambda m, i, attr: i.python_number_uses(attr),
     "index.file_mentions": lambda m, i, path, cls: i.file_mentions(path, cls),

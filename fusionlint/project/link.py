@@ -18,6 +18,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
     summary = model.files.get(path)
     if summary is None:
         return
+    index.tensor_classes = model.tensor_classes(summary)
     for name, info in index.classes.items():
         cls = summary.classes.get(name)
         if cls is None:

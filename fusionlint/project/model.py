@@ -22,6 +22,9 @@ from fusionlint.project.summary import (
 )
 from fusionlint.semantic.values import TENSOR, Value
 
+# a base that makes a class a tensor subclass, as the summary resolves it
+TENSOR_BASES = frozenset({"torch.Tensor", "torch._tensor.Tensor"})
+
 _COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
 _DISABLE_DECORATORS = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
 _FORWARD_REPLACING_DECORATORS = frozenset({"use_experts_implementation"})
@@ -275,6 +278,23 @@ class Project:
                 break
         self._class_memo[key] = kind
         return kind
+
+    def tensor_classes(self, summary: FileSummary) -> frozenset[str]:
+        """The names this file's code resolves to project classes that subclass ``torch.Tensor`` (its
+        own, and those its imports name: PyG's ``EdgeIndex``, ``Index``): ``isinstance(x, Index)`` then
+        guards a tensor."""
+        key = ("tensor-classes", summary.path)
+        if key not in self._class_memo:
+            found = {name for name, cls in summary.classes.items() if self._is_tensor_class(summary, cls)}
+            for target in set(summary.aliases.values()):
+                hit = self.resolve(target) if "." in target else None
+                if hit is not None and hit[0] == "class" and self._is_tensor_class(hit[1], hit[2]):
+                    found.add(target)
+            self._class_memo[key] = frozenset(found)
+        return self._class_memo[key]
+
+    def _is_tensor_class(self, summary: FileSummary, cls: ClassSummary) -> bool:
+        return any(base in TENSOR_BASES for _, c in self.mro(summary, cls) for base in c.bases)
 
     def mro(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
         key = ("mro", summary.path, cls.name)

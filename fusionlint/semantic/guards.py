@@ -21,10 +21,9 @@ from fusionlint.analysis.names import resolve
 from fusionlint.analysis.walk import iter_nodes
 
 TENSOR, NOT_TENSOR, PYTHON = "tensor", "not-tensor", "python"
-# `isinstance(e, EdgeIndex)` with a class that is neither torch.Tensor nor a builtin: inside, `e` is
-# that class, so what the branch reads of `e` (`e.is_undirected`) says nothing about `e` elsewhere.
-# The reads themselves are not claimed tensors (PyG's `isinstance(edge_index, SparseTensor)` branch
-# holds a torch_sparse object; EdgeIndex subclasses Tensor, but nothing here knows which is which).
+# `isinstance(e, SparseTensor)` with a class that is neither torch.Tensor (or a project subclass of
+# it, like PyG's EdgeIndex: TENSOR) nor a builtin: inside, `e` is that class, so what the branch reads
+# of `e` (`e.csr()`) says nothing about `e` elsewhere, and the reads themselves are not tensors.
 OTHER_CLASS = "other-class"
 _PYTHON_TYPES = frozenset({"int", "float", "bool", "str", "list", "tuple", "dict", "set", "bytes", "complex",
                            "numbers.Number", "numbers.Integral", "numbers.Real"})
@@ -33,12 +32,12 @@ _ISINSTANCE = frozenset({"isinstance", "torch.jit.isinstance"})
 _INVERT = {TENSOR: NOT_TENSOR, NOT_TENSOR: TENSOR, PYTHON: None, OTHER_CLASS: None}
 
 
-def _type_kind(expr: cst.BaseExpression, aliases: dict[str, str]) -> Optional[str]:
+def _type_kind(expr: cst.BaseExpression, aliases: dict[str, str], tensor_classes: frozenset[str]) -> Optional[str]:
     elements = [e.value for e in expr.elements] if isinstance(expr, cst.Tuple) else [expr]
     kinds = set()
     for element in elements:
         qual = resolve(element, aliases) or ""
-        if qual.rsplit(".", 1)[-1] == "Tensor" and qual in ("Tensor", "torch.Tensor", "torch.tensor.Tensor"):
+        if qual in ("Tensor", "torch.Tensor", "torch.tensor.Tensor") or qual in tensor_classes:
             kinds.add(TENSOR)
         elif qual in _PYTHON_TYPES:
             kinds.add(PYTHON)
@@ -49,10 +48,10 @@ def _type_kind(expr: cst.BaseExpression, aliases: dict[str, str]) -> Optional[st
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def _leaf(test: cst.BaseExpression, aliases: dict[str, str]) -> Optional[tuple[str, str]]:
+def _leaf(test: cst.BaseExpression, aliases: dict[str, str], tensors: frozenset[str] = frozenset()) -> Optional[tuple[str, str]]:
     """(name, what the guard says about it when true) for one guard, or None."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = _leaf(test.expression, aliases)
+        inner = _leaf(test.expression, aliases, tensors)
         if inner is None or _INVERT[inner[1]] is None:
             return None
         return inner[0], _INVERT[inner[1]]  # type: ignore[return-value]
@@ -62,7 +61,7 @@ def _leaf(test: cst.BaseExpression, aliases: dict[str, str]) -> Optional[tuple[s
         if qual in _IS_TENSOR_CALLS and len(test.args) == 1:
             return name, TENSOR
         if qual in _ISINSTANCE and len(test.args) == 2:
-            kind = _type_kind(test.args[1].value, aliases)
+            kind = _type_kind(test.args[1].value, aliases, tensors)
             return (name, kind) if kind is not None else None
         return None
     if (
@@ -83,13 +82,13 @@ def _and_leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [expr]
 
 
-def _true_facts(test: cst.BaseExpression, aliases) -> list[tuple[str, str]]:
-    return [f for f in (_leaf(leaf, aliases) for leaf in _and_leaves(test)) if f is not None and f[1] != "not-none"]
+def _true_facts(test: cst.BaseExpression, aliases, tensors: frozenset[str]) -> list[tuple[str, str]]:
+    return [f for f in (_leaf(leaf, aliases, tensors) for leaf in _and_leaves(test)) if f is not None and f[1] != "not-none"]
 
 
-def _false_facts(test: cst.BaseExpression, aliases) -> list[tuple[str, str]]:
+def _false_facts(test: cst.BaseExpression, aliases, tensors: frozenset[str]) -> list[tuple[str, str]]:
     """What is known when a single-guard test is false (``x is not None`` false: ``x`` is None)."""
-    fact = _leaf(test, aliases)
+    fact = _leaf(test, aliases, tensors)
     if fact is None:
         return []
     name, kind = fact
@@ -155,11 +154,13 @@ def _compound(stmt: cst.BaseCompoundStatement, name: str) -> Iterator[cst.Name]:
     # for / with / def / class rebinding it: nothing more is claimed
 
 
-def narrowed(fn: cst.FunctionDef, aliases: dict[str, str], blocked: frozenset[str]) -> dict[cst.Name, str]:
+def narrowed(fn: cst.FunctionDef, aliases: dict[str, str], blocked: frozenset[str],
+             tensor_classes: frozenset[str] = frozenset()) -> dict[cst.Name, str]:
     """Name node -> TENSOR / NOT_TENSOR / PYTHON / OTHER_CLASS for the reads a guard narrows, in ``fn``'s own body.
 
     ``blocked``: names that are never tensors (bound only to shapes, sizes, numbers): a positive guard on
-    one guards dead code, whose reads count as Python values."""
+    one guards dead code, whose reads count as Python values. ``tensor_classes``: project classes that
+    subclass torch.Tensor (``isinstance(x, EdgeIndex)`` guards a tensor)."""
     out: dict[cst.Name, str] = {}
 
     def mark(facts: list[tuple[str, str]], region: Optional[cst.CSTNode]) -> None:
@@ -175,12 +176,12 @@ def narrowed(fn: cst.FunctionDef, aliases: dict[str, str], blocked: frozenset[st
 
     for node in iter_nodes(fn.body, (cst.If, cst.IfExp, cst.BooleanOperation)):
         if isinstance(node, cst.If):
-            mark(_true_facts(node.test, aliases), node.body)
-            mark(_false_facts(node.test, aliases), node.orelse)
+            mark(_true_facts(node.test, aliases, tensor_classes), node.body)
+            mark(_false_facts(node.test, aliases, tensor_classes), node.orelse)
         elif isinstance(node, cst.IfExp):
-            mark(_true_facts(node.test, aliases), node.body)
-            mark(_false_facts(node.test, aliases), node.orelse)
+            mark(_true_facts(node.test, aliases, tensor_classes), node.body)
+            mark(_false_facts(node.test, aliases, tensor_classes), node.orelse)
         elif isinstance(node.operator, cst.And):
             # `isinstance(t, torch.Tensor) and t.any()`: the right operand runs only when the left is true
-            mark(_true_facts(node.left, aliases), node.right)
+            mark(_true_facts(node.left, aliases, tensor_classes), node.right)
     return out

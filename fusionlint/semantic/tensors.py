@@ -173,6 +173,7 @@ class TensorFacts:
         self.fn = fn
         self.cls: Optional[ClassInfo] = fn.cls
         self.aliases = index.aliases
+        self._tensor_classes = index.tensor_classes
         self.names: set[str] = set()
         # names bound to tuples of tensors (``parts = x.split(2)``): their items are tensors
         self.sequences: set[str] = set()
@@ -399,8 +400,8 @@ class TensorFacts:
         for node in iter_nodes(self.fn.node.body, (cst.Attribute,)):
             base = node.value
             if isinstance(base, cst.Name) and base.value in self.names and not is_tensor_api(node.attr.value):
-                if self.guarded(base) == OTHER_CLASS:
-                    continue  # read as another class (`isinstance(e, EdgeIndex) and e.is_undirected`)
+                if self.guarded(base) in (OTHER_CLASS, TENSOR):
+                    continue  # read as a narrowed class (`isinstance(e, EdgeIndex) and e.is_undirected`)
                 suspects.add(base.value)
         if not suspects:
             return
@@ -578,7 +579,7 @@ class TensorFacts:
     def guarded(self, name: cst.Name) -> Optional[str]:
         """What a guard around this read says (``guards.TENSOR``/``NOT_TENSOR``/``PYTHON``), or None."""
         if self._guards is None:
-            self._guards = narrowed(self.fn.node, self.aliases, self._shape_like_names())
+            self._guards = narrowed(self.fn.node, self.aliases, self._shape_like_names(), self._tensor_classes)
         return self._guards.get(name)
 
     def _shape_like_names(self) -> frozenset[str]:
