@@ -1464,3 +1464,35 @@ def test_an_isinstance_guard_on_a_project_tensor_subclass_keeps_the_tensor(tmp_p
     assert at(lint(root, "pkg/net.py"), "FL102") == [("pkg/net.py", 8)]
     (root / "pkg/net.py").write_text(net.replace("Index", "Graph"))
     assert at(lint(root, "pkg/net.py"), "FL102") == []
+
+
+def test_a_mask_that_a_project_function_returns_as_a_boolean_tensor(tmp_path):
+    # PyG's GPSConv: `h, mask = to_dense_batch(x, batch)` then `h = h[mask]` (GB0036 there, torch 2.13
+    # CPU, measured by the recall bench); `to_dense_batch` makes `mask` with `dtype=torch.bool`
+    helpers = """
+        import torch
+        from torch import Tensor
+
+        def to_dense_batch(x: Tensor, batch: Tensor, size: int = 4):
+            if batch is None:
+                mask = torch.ones(1, x.size(0), dtype=torch.bool, device=x.device)
+                return x.unsqueeze(0), mask
+            out = x.new_zeros(size * size, x.size(-1))
+            mask = torch.zeros(size * size, dtype={dtype}, device=x.device)
+            mask[batch] = 1
+            mask = mask.view(size, size)
+            return out.view(size, size, -1), mask
+        """
+    net = HEAD + """
+        from helpers import to_dense_batch
+
+        class Block(nn.Module):
+            def forward(self, x, batch):
+                h, mask = to_dense_batch(x, batch)
+                return h[mask]
+        """
+    root = project(tmp_path, {"helpers.py": helpers.replace("{dtype}", "torch.bool"), "net.py": net})
+    assert at(lint(root, "net.py"), "FL103") == [("net.py", 8)]
+    # a float mask is no boolean index (it would not even run): nothing to report
+    (root / "helpers.py").write_text(_dedent(helpers.replace("{dtype}", "torch.float")))
+    assert at(lint(root, "net.py"), "FL103") == []

@@ -4,13 +4,14 @@ inside ``autograd.Function`` bodies (one construct gives one finding: FL103 skip
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import libcst as cst
 
 from fusionlint.analysis.conditions import dynamic_condition
 from fusionlint.analysis.judge import Found, TensorJudge, short, source
 from fusionlint.analysis.scope import function_nodes
+from fusionlint.analysis.names import dotted
 from fusionlint.semantic.bindings import PARAMETER
 
 # op -> hint; every one measured on torch 2.13.0+cpu as GB0036 "Dynamic shape operator".
@@ -435,9 +436,14 @@ class ShapeChecker:
         return False
 
     def bool_mask(self, expr: cst.BaseExpression, indexed: cst.BaseExpression, ctx, depth: int = 0) -> bool:
-        """Is ``expr`` surely a bool tensor (a comparison on tensors, isnan(), ~m, m & n, a name bound to one)?"""
+        """Is ``expr`` surely a bool tensor (a comparison on tensors, isnan(), ~m, m & n, a name bound to one,
+        an item that a project function returns as one)?"""
         if depth > 4:
             return False
+        if isinstance(expr, UnpackedItem):
+            fn = ctx.function
+            written = dotted(expr.call.func)
+            return fn is not None and written is not None and expr.index in fn.item_calls.get(written, ((), ()))[1]
         judge = self.judge
         if isinstance(expr, cst.Comparison):
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
@@ -525,6 +531,20 @@ def _shape_bound_names(fn: cst.FunctionDef) -> frozenset[str]:
     return frozenset(names)
 
 
+class UnpackedItem(NamedTuple):
+    """A binding by tuple unpacking of a call: item ``index`` of what ``call`` returns."""
+
+    call: cst.Call
+    index: int
+
+
+def _unpacks_call(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    return (
+        isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call)
+        and all(isinstance(e, cst.Element) for e in target.elements)
+    )
+
+
 def _plain_bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
     found: dict[str, list] = {}
     params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
@@ -545,6 +565,11 @@ def _plain_bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     found.setdefault(target.target.value, []).append(node.value)
+                elif _unpacks_call(target.target, node.value):
+                    # `h, mask = to_dense_batch(x, batch)`: item i of what the call returns
+                    for i, e in enumerate(target.target.elements):  # type: ignore[attr-defined]
+                        if isinstance(e.value, cst.Name):
+                            found.setdefault(e.value.value, []).append(UnpackedItem(node.value, i))  # type: ignore[arg-type]
                 else:
                     _opaque(target.target)
         elif isinstance(node, cst.AnnAssign):

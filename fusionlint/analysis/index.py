@@ -152,6 +152,9 @@ class FunctionInfo:
     tensor_params: dict[str, str] = field(default_factory=dict)
     # callees as written ("self.embed", "norm_rows") whose project function returns a tensor (project model)
     tensor_calls: frozenset[str] = frozenset()
+    # callees as written -> (tensor positions, boolean tensor positions) of the tuples they return
+    # (the project model's FunctionFacts.item_calls)
+    item_calls: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
     # parameters every compiled caller passes the same constant (fusionlint.project.model): name -> repr
     constants: dict[str, str] = field(default_factory=dict)
     _facts: object = None  # TensorFacts, computed lazily

@@ -55,6 +55,9 @@ class FunctionFacts:
     tensor_params: dict[str, str] = field(default_factory=dict)  # name -> why it is a tensor
     # callees as written ("self.embed", "helpers.norm") whose project function returns a tensor
     tensor_calls: frozenset[str] = frozenset()
+    # callees as written whose project function returns tuples: (the positions where every return has
+    # a tensor, those where it has a boolean tensor): what `h, mask = to_dense_batch(x, batch)` binds
+    item_calls: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
     # a helper's parameters that every compiled call passes the same constant: name -> its repr
     # (`set_attention_type("original_full")`), or None once two calls differ or one is not a constant
     constants: dict[str, Optional[str]] = field(default_factory=dict)
@@ -487,6 +490,11 @@ class _Propagation:
             self.facts[key].tensor_calls = frozenset(
                 site.written for site in fn.calls if site.written and self._call_returns_tensor(summary, fn, site)
             ) or NO_NAMES
+            for site in fn.calls:
+                if site.written and site.written not in self.facts[key].item_calls:
+                    items = self._returned_items(summary, fn, site)
+                    if items is not None:
+                        self.facts[key].item_calls[site.written] = items
         return self.facts
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
@@ -717,6 +725,29 @@ class _Propagation:
                 if what == "self-call" and any(_module_fact(self.p, o, f) for o, f in attrs):
                     return True
         return False
+
+    def _returned_items(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
+        """``FunctionFacts.item_calls`` of one call: None when its callee returns no tuple with a tensor."""
+        found = self._callee(summary, fn, site)
+        if found is None or not found[1].item_values:
+            return None
+        callee_file, callee = found[0], found[1]
+        facts = self.facts.get((callee_file.path, callee.qualname))
+        if facts is None:
+            return None
+        # a tensor by its own computation or a parameter annotated as one, not one that is a tensor only
+        # because a caller passed forward's unannotated argument (sew-d's `get_mask` returns its
+        # `local_context` as `dropout`, a float)
+        annotated = {p.name for p in callee.params if p.annotation == "tensor"}
+        tensors = frozenset(
+            i for i, per_return in enumerate(callee.item_values)
+            if all(
+                any(atom == TENSOR or (isinstance(atom, tuple) and atom[0] == "param" and atom[1] in annotated)
+                    for atom in value)
+                for value in per_return
+            )
+        ) | callee.bool_items
+        return (tensors, callee.bool_items) if tensors else None
 
     def _call_returns_tensor(self, summary: FileSummary, fn: FunctionSummary, site: CallSite) -> bool:
         """Does the project function this call reaches return a tensor (as far as the rounds so far know)?"""

@@ -128,6 +128,12 @@ class FunctionSummary:
     # when every `return` is a tuple of one length: (that length, the positions where every one of
     # them is surely no tensor: `[(h, w)] * b`, a size, None). What `a, b, c = self.sub(x)` binds.
     items: Optional[tuple[int, frozenset[int]]] = None
+    # positions of those tuples where every `return` has a boolean tensor (PyG's `to_dense_batch` returns
+    # `out, mask`, `mask` made with `dtype=torch.bool`): `h[mask]` on what `h, mask = f(x)` binds is a
+    # boolean-mask index
+    bool_items: frozenset[int] = frozenset()
+    # the value of each position of those tuples, per `return` (the model decides which are tensors)
+    item_values: tuple[tuple[Value, ...], ...] = ()
     # the functions defined inside this one (at any depth) that call a parameter of a function around
     # them: what a decorator returns in place of the function it takes (`def wrapper(*a): return func(*a)`)
     wrappers: tuple[str, ...] = ()
@@ -294,6 +300,88 @@ def _returned_items(returns: list[ast.expr], values, body_nodes: list[ast.AST]) 
     plain = seen - unseen - values.params
     surely = frozenset(i for i in range(size) if all(_surely_no_tensor(r.elts[i], values, plain) for r in returns))
     return size, surely
+
+
+_BOOL_TORCH = frozenset(
+    f"torch.{n}" for n in "isnan isinf isfinite isneginf isposinf logical_and logical_or logical_not logical_xor "
+    "eq ne lt le gt ge isclose isin".split()
+)
+_BOOL_FACTORIES = frozenset(
+    f"torch.{n}" for n in "zeros ones empty full zeros_like ones_like empty_like full_like tensor".split()
+)
+_SHAPE_METHODS = frozenset(
+    "view reshape flatten unsqueeze squeeze expand expand_as transpose permute contiguous clone detach t "
+    "to unflatten repeat".split()
+)
+_COMPARE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _bool_items(returns: list[ast.expr], values, body_nodes: list[ast.AST], aliases: dict[str, str]) -> frozenset[int]:
+    """``FunctionSummary.bool_items``: the positions where every returned tuple has a boolean tensor."""
+    plain: dict[str, list[ast.expr]] = {}
+    opaque: set[str] = set()
+    for node in body_nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            plain.setdefault(node.targets[0].id, []).append(node.value)
+        else:
+            for target in _targets(node):
+                opaque.update(_bound_names(target))
+    size = len(returns[0].elts)  # every return is a tuple of this size (`items`)
+
+    visiting: set[str] = set()
+
+    def boolean(node: ast.expr, depth: int = 0) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(node, ast.Name):
+            if node.id in visiting:  # `mask = mask.view(b, n)`: what the other bindings say
+                return True
+            bound = plain.get(node.id)
+            if node.id in opaque or node.id in values.params or not bound:
+                return False
+            visiting.add(node.id)
+            try:
+                return all(boolean(v, depth + 1) for v in bound)
+            finally:
+                visiting.discard(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return boolean(node.operand, depth + 1)
+        if isinstance(node, ast.Subscript):  # a slice or an index of a boolean tensor keeps its dtype
+            return boolean(node.value, depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return boolean(node.left, depth + 1) and boolean(node.right, depth + 1)
+        if isinstance(node, ast.Compare):
+            # a comparison of tensors; one of Python numbers is a Python bool
+            return all(isinstance(op, _COMPARE) for op in node.ops) and any(
+                TENSOR in values.of(o) for o in (node.left, *node.comparators))
+        if not isinstance(node, ast.Call):
+            return False
+        qual = resolve(node.func, aliases) or ""
+        if qual in _BOOL_TORCH:
+            return True
+        if qual in _BOOL_FACTORIES:
+            return any(k.arg == "dtype" and resolve(k.value, aliases) == "torch.bool" for k in node.keywords)
+        func = node.func
+        if isinstance(func, ast.Attribute) and not qual.startswith("torch."):
+            if func.attr == "bool" and not node.args:
+                return True
+            if func.attr == "to" and len(node.args) == 1 and resolve(node.args[0], aliases) == "torch.bool":
+                return True
+            return func.attr in _SHAPE_METHODS and func.attr != "to" and boolean(func.value, depth + 1)
+        return False
+
+    return frozenset(i for i in range(size) if all(boolean(r.elts[i]) for r in returns))
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds: not those of `d[k] = v` or `self.x = v`."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _bound_names(e)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
 
 
 def _surely_no_tensor(node: ast.expr, values, plain: set[str]) -> bool:
@@ -632,7 +720,8 @@ class _Summarizer:
         info = FunctionSummary(
             qual, node.name, cls.name if cls else None, parent, signature, args.vararg.arg if args.vararg else None,
             static, decorators, tuple(sites), frozenset(uses) or NO_NAMES, _line(node.lineno), returned,
-            items,
+            items, _bool_items(returns, values, body_nodes, aliases) if items is not None else frozenset(),
+            tuple(tuple(_shared(values.of(r.elts[i])) for r in returns) for i in range(items[0])) if items else (),
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:

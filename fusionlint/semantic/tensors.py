@@ -196,6 +196,7 @@ class TensorFacts:
         self._tensor_memo: dict[cst.CSTNode, bool] = {}
         self._sequence_memo: dict[cst.CSTNode, bool] = {}
         self._guards: Optional[dict[cst.Name, str]] = None  # reads an isinstance/is None guard decides
+        self._binding_counts: Optional[dict[str, int]] = None  # name -> statements binding it (``_bound_once``)
         # reads of a name the function binds again (``n = torch.arange(n)``) -> the plain bindings
         # before each; filled on first use (``_before_rebinding``)
         self._rebinding_reads: Optional[dict[cst.Name, list[cst.BaseExpression]]] = None
@@ -446,20 +447,57 @@ class TensorFacts:
                 self._facts_changed()
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
+            returned = self._returned_items(value)
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
                 for t, v in zip(elements, value.elements):
                     self._bind(t, v.value)
-            elif self._is_tensor_sequence(value) or self.is_tensor(value):
-                # unpacking a tensor walks its first dimension: `q, k, v = qkv.permute(2, 0, 3, 1, 4)`;
-                # a project submodule's tuple says which of its items are no tensors
-                not_tensors = self._non_tensor_items(value, elements)
+                return
+            if returned is not None and not any(isinstance(t, cst.StarredElement) for t in elements):
+                # `h, mask = to_dense_batch(x, batch)`: the items the project function returns as tensors,
+                # for names the function binds nowhere else (PyG's gcn_norm re-binds `adj_t` to a
+                # SparseTensor in another branch)
                 for i, t in enumerate(elements):
-                    if i in not_tensors:
-                        continue
-                    if isinstance(t, cst.Name):
+                    if i in returned and isinstance(t, cst.Name) and self._bound_once(t.value):
                         self._add(t.value, ("unpacked", value))
-                    elif isinstance(t, cst.StarredElement) and isinstance(t.value, cst.Name):
-                        self._add(t.value.value, ("unpacked", value))
+            if self._is_tensor_sequence(value) or self.is_tensor(value):
+                self._bind_items(elements, value)
+
+    def _bind_items(self, elements: list, value: cst.BaseExpression) -> None:
+        # unpacking a tensor walks its first dimension: `q, k, v = qkv.permute(2, 0, 3, 1, 4)`;
+        # a project submodule's tuple says which of its items are no tensors
+        not_tensors = self._non_tensor_items(value, elements)
+        for i, t in enumerate(elements):
+            if i in not_tensors:
+                continue
+            if isinstance(t, cst.Name):
+                self._add(t.value, ("unpacked", value))
+            elif isinstance(t, cst.StarredElement) and isinstance(t.value, cst.Name):
+                self._add(t.value.value, ("unpacked", value))
+
+    def _bound_once(self, name: str) -> bool:
+        """Is ``name`` bound by one statement of the function and not a parameter?"""
+        if self._binding_counts is None:
+            counts: dict[str, int] = {}
+            kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.With)
+            for node in iter_nodes(self.fn.node.body, kinds):
+                if isinstance(node, cst.Assign):
+                    targets = [t.target for t in node.targets]
+                elif isinstance(node, cst.With):
+                    targets = [i.asname.name for i in node.items if i.asname is not None]
+                else:
+                    targets = [node.target]
+                for bound in {n for t in targets for n in target_names(t)}:
+                    counts[bound] = counts.get(bound, 0) + 1
+            self._binding_counts = counts
+        return name not in self._param_names and self._binding_counts.get(name) == 1
+
+    def _returned_items(self, value: cst.BaseExpression) -> Optional[frozenset[int]]:
+        """The positions where the project function ``value`` calls returns tensors, if it returns tuples."""
+        if not (isinstance(value, cst.Call) and self.fn.item_calls):
+            return None
+        written = dotted(value.func)
+        found = self.fn.item_calls.get(written) if written is not None else None
+        return found[0] if found is not None else None
 
     def _non_tensor_items(self, value: cst.BaseExpression, targets: list) -> frozenset[int]:
         """Positions of ``targets`` that ``value``, a call of a project submodule whose forward returns
