@@ -311,7 +311,7 @@ _BOOL_FACTORIES = frozenset(
 )
 _SHAPE_METHODS = frozenset(
     "view reshape flatten unsqueeze squeeze expand expand_as transpose permute contiguous clone detach t "
-    "to unflatten repeat".split()
+    "unflatten repeat".split()
 )
 _COMPARE = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -367,7 +367,7 @@ def _bool_items(returns: list[ast.expr], values, body_nodes: list[ast.AST], alia
                 return True
             if func.attr == "to" and len(node.args) == 1 and resolve(node.args[0], aliases) == "torch.bool":
                 return True
-            return func.attr in _SHAPE_METHODS and func.attr != "to" and boolean(func.value, depth + 1)
+            return func.attr in _SHAPE_METHODS and boolean(func.value, depth + 1)
         return False
 
     return frozenset(i for i in range(size) if all(boolean(r.elts[i]) for r in returns))
