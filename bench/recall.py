@@ -71,8 +71,11 @@ PINS = [
     "einops==0.8.2",
     "diffusers==0.42.1",
     "torch_geometric==2.8.1",
+    "einx==0.4.3",
+    "frozendict==2.5.1",
+    "loguru==0.7.3",
 ]
-NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14"]
+NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14", "x-transformers==2.31.10", "torch-einops-utils==0.2.0"]
 
 
 def log(msg: str) -> None:
@@ -100,7 +103,7 @@ def venv_facts() -> dict:
     code = (
         "import importlib.metadata as m, json, sysconfig;"
         "print(json.dumps({'site': sysconfig.get_paths()['purelib'], 'versions': {p: m.version(p) for p in "
-        "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'vit_pytorch', 'fusionlint')}}))"
+        "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'vit_pytorch', 'x_transformers', 'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
@@ -356,7 +359,8 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
         f"torch {v['torch']} CPU, Dynamo backend 'eager'; timm {v['timm']}, transformers {v['transformers']}, "
         f"MONAI {v['monai']}" + "".join(
             f", {label} {v[key]}" for key, label in
-            (("diffusers", "diffusers"), ("torch_geometric", "PyG"), ("vit_pytorch", "vit-pytorch")) if v.get(key))
+            (("diffusers", "diffusers"), ("torch_geometric", "PyG"), ("vit_pytorch", "vit-pytorch"),
+             ("x_transformers", "x-transformers")) if v.get(key))
         + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch")
+PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch", "x_transformers")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -92,6 +92,15 @@ simple_vit_with_qk_norm.SimpleViT jumbo_vit.JumboViT vit_5.ViT
 """.split()
 
 
+# x-transformers (lucidrains): one TransformerWrapper per feature flag of its attention layers
+X_TRANSFORMERS = """
+decoder encoder rotary alibi t5-rel-bias dynamic-pos-bias xpos glu rmsnorm scalenorm simple-rmsnorm sandwich-norm
+residual-attn shift-tokens macaron post-norm mem-kv memory-tokens gate-values head-scale
+qk-norm one-kv-head gqa layer-dropout gate-residual scale-residual l2norm-embed post-emb-norm sparse-topk
+value-residual softclamp-logits attn-laser hyper-connections encoder-mask xtransformer continuous vit
+""".split()
+
+
 def all_names() -> list[str]:
     names = [f"timm:{n}" for n in TIMM]
     names += [f"transformers:{n}" for n in TRANSFORMERS_TEXT]
@@ -101,6 +110,7 @@ def all_names() -> list[str]:
     names += [f"diffusers:{n}" for n in DIFFUSERS]
     names += [f"torch_geometric:{n}" for n in PYG]
     names += [f"vit_pytorch:{n}" for n in VIT_PYTORCH]
+    names += [f"x_transformers:{n}" for n in X_TRANSFORMERS]
     return names
 
 
@@ -126,6 +136,7 @@ def build(name: str) -> Built:
         "diffusers": _diffusers,
         "torch_geometric": _pyg,
         "vit_pytorch": _vit_pytorch,
+        "x_transformers": _x_transformers,
     }[family](model)
 
 
@@ -760,3 +771,54 @@ def _vit_pytorch(name: str) -> Built:
             return (torch.randn(b, 3, s, s),), {}
 
     return Built(model, sizes, make)
+
+
+# ---------------------------------------------------------------- x-transformers
+
+
+def _x_transformers(name: str) -> Built:
+    import torch
+    import x_transformers as xt
+
+    layer = dict(dim=32, depth=2, heads=2, attn_dim_head=16)
+    flags = {
+        "decoder": {}, "encoder": {}, "rotary": dict(rotary_pos_emb=True), "alibi": dict(alibi_pos_bias=True),
+        "t5-rel-bias": dict(rel_pos_bias=True), "dynamic-pos-bias": dict(dynamic_pos_bias=True),
+        "xpos": dict(rotary_xpos=True), "glu": dict(ff_glu=True), "rmsnorm": dict(use_rmsnorm=True),
+        "scalenorm": dict(use_scalenorm=True), "simple-rmsnorm": dict(use_simple_rmsnorm=True),
+        "sandwich-norm": dict(sandwich_norm=True),
+        "residual-attn": dict(residual_attn=True), "shift-tokens": dict(shift_tokens=1), "macaron": dict(macaron=True),
+        "post-norm": dict(pre_norm=False),
+        "mem-kv": dict(attn_num_mem_kv=4), "gate-values": dict(attn_gate_values=True),
+        "head-scale": dict(attn_head_scale=True), "qk-norm": dict(attn_qk_norm=True),
+        "one-kv-head": dict(attn_one_kv_head=True), "gqa": dict(heads=4, attn_kv_heads=2),
+        "layer-dropout": dict(layer_dropout=0.5), "gate-residual": dict(gate_residual=True),
+        "scale-residual": dict(scale_residual=True), "sparse-topk": dict(attn_sparse_topk=4),
+        "value-residual": dict(add_value_residual=True), "softclamp-logits": dict(attn_softclamp_logits=True),
+        "attn-laser": dict(attn_laser=True), "hyper-connections": dict(num_residual_streams=2),
+        "encoder-mask": {},
+    }
+    wrapper = {"memory-tokens": dict(num_memory_tokens=4), "l2norm-embed": dict(l2norm_embed=True),
+               "post-emb-norm": dict(post_emb_norm=True)}
+
+    def tokens(b: int, s: int):
+        return torch.randint(0, 100, (b, s))
+
+    if name == "xtransformer":
+        model = xt.XTransformer(dim=32, enc_num_tokens=100, enc_depth=1, enc_heads=2, enc_max_seq_len=64,
+                                dec_num_tokens=100, dec_depth=1, dec_heads=2, dec_max_seq_len=64)
+        return Built(model, [16, 24, 32], lambda b, s: ((tokens(b, s), tokens(b, s)), {}))
+    if name == "continuous":
+        model = xt.ContinuousTransformerWrapper(dim_in=8, dim_out=8, max_seq_len=64, attn_layers=xt.Encoder(**layer))
+        return Built(model, [16, 24, 32], lambda b, s: ((torch.randn(b, s, 8),), {}))
+    if name == "vit":
+        model = xt.ViTransformerWrapper(image_size=32, patch_size=8, num_classes=10, attn_layers=xt.Encoder(**layer))
+        return Built(model, [32, 48, 64], lambda b, s: ((torch.randn(b, 3, s, s),), {}))
+    layers = (xt.Encoder if name.startswith("encoder") else xt.Decoder)(**{**layer, **flags.get(name, {})})
+    model = xt.TransformerWrapper(num_tokens=100, max_seq_len=64, attn_layers=layers, **wrapper.get(name, {}))
+    if name == "encoder-mask":  # padding masks of per-row lengths
+        def make(b: int, s: int):
+            mask = torch.arange(s)[None, :] < torch.randint(s // 2, s + 1, (b, 1))
+            return (tokens(b, s),), {"mask": mask}
+        return Built(model, [16, 24, 32], make)
+    return Built(model, [16, 24, 32], lambda b, s: ((tokens(b, s),), {}))
