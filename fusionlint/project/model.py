@@ -20,6 +20,7 @@ from fusionlint.project.summary import (
     NO_NAMES, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary,
     forget_shared, summarize,
 )
+from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.semantic.values import TENSOR, Value
 
 # a base that makes a class a tensor subclass, as the summary resolves it
@@ -28,16 +29,6 @@ TENSOR_BASES = frozenset({"torch.Tensor", "torch._tensor.Tensor"})
 _COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
 _DISABLE_DECORATORS = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
 _FORWARD_REPLACING_DECORATORS = frozenset({"use_experts_implementation"})
-# Forward parameters whose names say they are Python configuration (``num_heads``, ``cache``...): not
-# tensors unless the body uses them as tensors (``lens.any()``). Same list as the per-function facts.
-_NON_TENSOR_PARAM = re.compile(
-    r"(^|_)(shape|shapes|size|sizes|device|dtype|len|length|lens|num|dim|dims|idx|index|mode|config|cfg|"
-    r"training|flag|name|kwargs|args|step|steps|output|outputs|return|height|width)(_|$)|^(n|k)_|"
-    r"^(cache|past|past_key_values?|layer_past|use_cache)$|"
-    # boolean switches (`use_audio_in_video`, `is_causal`, `return_dict`): found as false positives
-    # on transformers 5.24 (a `None` default made them look like optional tensors)
-    r"^(use|is|has|do|return|output|with|enable|skip)_"
-)
 _TENSOR_ATTR_KINDS = frozenset({"param", "buffer", "tensor"})
 # ``Project.attributes`` answers kept (least recently asked dropped first): one answer copies the facts
 # of a class's bases and subclasses, and keeping one for every class the run asks about grew with the
@@ -941,7 +932,7 @@ def _entry_params(fn: FunctionSummary, chain: str, kind: str) -> dict[str, str]:
             continue
         if param.name in fn.tensor_uses:  # `lens.any()`: a tensor, whatever its name says
             out[param.name] = f"{why}, used as one"
-        elif not _NON_TENSOR_PARAM.search(param.name):
+        elif not NON_TENSOR_PARAM.search(param.name):
             out[param.name] = why
     if fn.star:
         out[fn.star] = why

@@ -15,6 +15,7 @@ import libcst as cst
 
 from fusionlint.semantic.bindings import PARAMETER, reaching_plain_values, target_names
 from fusionlint.semantic.guards import OTHER_CLASS, TENSOR, narrowed
+from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.names import dotted, resolve
@@ -113,16 +114,6 @@ _NON_TENSOR_TORCH = frozenset(
 # torch.is_*/get_*/set_*... query or change global state (``torch.get_autocast_dtype``, ``torch.is_autocast_enabled``).
 _NON_TENSOR_TORCH_VERBS = ("is_", "get_", "set_", "are_", "use_")
 _TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.nested.")
-# Un-annotated forward parameters are taken as tensors, except those whose names say otherwise
-# (``inputs_shape``, ``device``, ``num_heads``, ``cache``...): found by hand on transformers, where
-# ``int(self.padding_idx + inputs_shape[1])`` was flagged as a tensor conversion.
-_NON_TENSOR_PARAM = re.compile(
-    r"(^|_)(shape|shapes|size|sizes|device|dtype|len|length|lens|num|dim|dims|idx|index|mode|config|cfg|"
-    r"training|flag|name|kwargs|args|step|steps|output|outputs|return|height|width)(_|$)|^(n|k)_|"
-    r"^(cache|past|past_key_values?|layer_past|use_cache)$"
-)
-
-
 def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]:
     """True for ``Tensor``, ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``; False for any
     other annotation (``int``, ``list[torch.Tensor]``...); None when there is none."""
@@ -229,7 +220,7 @@ class TensorFacts:
                 continue
             if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
                 continue  # `scale=1.0`, `dim=-1`, `causal=False`: configuration, not a tensor
-            if _NON_TENSOR_PARAM.search(param.name.value):
+            if NON_TENSOR_PARAM.search(param.name.value):
                 continue
             self._add(param.name.value, f"parameter of {fn.qualname}, whose parameters are tensors unless a default, "
                                         "an annotation or a use says otherwise")
