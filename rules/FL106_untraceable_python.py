@@ -343,7 +343,11 @@ GB0059 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
             ctx.report(node, f"`{ctx.code(node.func)}(...)` with keyword arguments in compiled code: Dynamo only "
                              "models `random.Random()` with at most one positional seed: graph break (GB0297); "
                              "pass the seed positionally, or build the generator outside the compiled code")
-        elif qual.startswith("random.") and qual.count(".") == 1 and ctx.file.aliases.get("random") == "random":
+        elif qual.startswith("random.") and qual.count(".") == 1 and (
+            ctx.file.aliases.get("random") == "random"
+            # `from random import random` (x-transformers' layer dropout: `random() < layer_dropout`)
+            or (isinstance(node.func, cst.Name) and ctx.file.aliases.get(node.func.value) == qual)
+        ):
             fn = qual.split(".", 1)[1]
             if fn in _PY_RANDOM:
                 ctx.report(

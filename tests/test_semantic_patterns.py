@@ -1521,3 +1521,46 @@ def test_a_switch_named_like_one_is_no_tensor_argument(tmp_path):
                 return q
         """})
     assert at(lint(root, "net.py"), "FL102") == [("net.py", 17)]  # the mask test only
+
+
+def test_a_draw_from_python_random_imported_by_name(tmp_path):
+    # x-transformers 2.31: `from random import random` then `if self.training and random() < p:` in the
+    # layers' forward (the recall bench recorded "Attempted to call function marked as skipped" there)
+    root = project(tmp_path, {"net.py": """
+        from random import random, randrange
+        import torch
+        from torch import nn
+
+        class Layers(nn.Module):
+            def forward(self, x, layer_dropout: float = 0.1):
+                if self.training and random() < layer_dropout:
+                    return x
+                return x * randrange(1, 3)
+        """})
+    assert at(lint(root, "net.py"), "FL106") == [("net.py", 7), ("net.py", 9)]
+
+
+def test_a_helper_that_hands_back_an_argument_gives_what_each_call_passes(tmp_path):
+    # x-transformers' `default(val, d)` (`return val if exists(val) else d`) is called with tensors and
+    # with Python switches; a tensor passed at one call must not make every call's result a tensor
+    root = project(tmp_path, {"net.py": HEAD + """
+        def exists(v):
+            return v is not None
+
+        def default(val, d):
+            return val if exists(val) else d
+
+        class Attend(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.sparse = False
+
+            def forward(self, q, mask=None):
+                mask = default(mask, q.new_ones(q.shape))
+                sparse = default(None, self.sparse)
+                if sparse:
+                    q = q * 2
+                return q * mask.sum().item()
+        """})
+    assert at(lint(root, "net.py"), "FL102") == []
+    assert at(lint(root, "net.py"), "FL101") == [("net.py", 19)]

@@ -155,6 +155,8 @@ class FunctionInfo:
     # callees as written -> (tensor positions, boolean tensor positions) of the tuples they return
     # (the project model's FunctionFacts.item_calls)
     item_calls: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
+    # callees as written that hand back one of their arguments: (parameters, those returned)
+    passthrough_calls: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     # parameters every compiled caller passes the same constant (fusionlint.project.model): name -> repr
     constants: dict[str, str] = field(default_factory=dict)
     _facts: object = None  # TensorFacts, computed lazily

@@ -58,6 +58,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
         fn.tensor_params = {n: why for n, why in facts.tensor_params.items() if why != entry_reason}
         fn.tensor_calls = facts.tensor_calls
         fn.item_calls = facts.item_calls
+        fn.passthrough_calls = facts.passthrough_calls
         fn.constants = {n: c for n, c in facts.constants.items() if c is not None}
     # nested functions are traced with their parent
     for fn in index.functions.values():

@@ -49,6 +49,10 @@ class FunctionFacts:
     # callees as written whose project function returns tuples: (the positions where every return has
     # a tensor, those where it has a boolean tensor): what `h, mask = to_dense_batch(x, batch)` binds
     item_calls: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
+    # callees as written that only hand back one of their arguments (`default(val, d)`: `val if
+    # exists(val) else d`): (their parameters in order, those returned). Whether the call gives a
+    # tensor depends on what each call passes, so they are in no `tensor_calls`
+    passthrough_calls: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     # a helper's parameters that every compiled call passes the same constant: name -> its repr
     # (`set_attention_type("original_full")`), or None once two calls differ or one is not a constant
     constants: dict[str, Optional[str]] = field(default_factory=dict)
@@ -468,7 +472,7 @@ class _Propagation:
                 self._calls(summary, fn)
             new = {
                 key for key, (summary, fn) in self.where.items()
-                if key not in self.returns and fn.returns
+                if key not in self.returns and fn.returns and _passes_through(fn) is None
                 and all(self._tensor(value, summary, fn, self.facts[key]) for value in fn.returns)
             }
             if not new:
@@ -486,6 +490,12 @@ class _Propagation:
                     items = self._returned_items(summary, fn, site)
                     if items is not None:
                         self.facts[key].item_calls[site.written] = items
+                if site.written and site.how in ("name", "dotted"):
+                    found = self._callee(summary, fn, site)
+                    returned = _passes_through(found[1]) if found is not None else None
+                    if returned is not None:
+                        names = tuple(p.name for p in found[1].params)
+                        self.facts[key].passthrough_calls[site.written] = (names, returned)
         return self.facts
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
@@ -910,6 +920,24 @@ def _module_fact(project: Project, owner: FileSummary, fact: AttrFact) -> bool:
         return False
     return fact.ctor.startswith("torch.nn.") and is_torch_module_base(fact.ctor) and fact.ctor.rsplit(".", 1)[-1] not in (
         "LSTM", "GRU", "RNN", "MultiheadAttention", "Transformer", "ModuleList", "ModuleDict")
+
+
+def _passes_through(fn: FunctionSummary) -> Optional[tuple[str, ...]]:
+    """The parameters a plain function returns when every `return` hands back only parameters
+    (`return val if exists(val) else d`), else None."""
+    if not fn.returns or fn.cls is not None or fn.star:
+        return None
+    names = {p.name for p in fn.params}
+    returned: list[str] = []
+    for value in fn.returns:
+        if not value:
+            return None
+        for atom in value:
+            if not (isinstance(atom, tuple) and atom[0] == "param" and atom[1] in names):
+                return None
+            if atom[1] not in returned:
+                returned.append(atom[1])
+    return tuple(returned)
 
 
 def _entry_params(fn: FunctionSummary, chain: str, kind: str) -> dict[str, str]:

@@ -695,6 +695,10 @@ class TensorFacts:
 
     def _call_is_tensor(self, call: cst.Call) -> bool:
         func = call.func
+        if self.fn.passthrough_calls and isinstance(func, (cst.Name, cst.Attribute)):
+            through = self.fn.passthrough_calls.get(dotted(func) or "")
+            if through is not None:  # `default(causal, self.causal)`: a tensor when a returned argument is one
+                return any(self.is_tensor(arg) for arg in _arguments_for(call, *through))
         if self.fn.tensor_calls and isinstance(func, (cst.Name, cst.Attribute)):
             written = dotted(func)
             if written is not None and written in self.fn.tensor_calls:
@@ -734,6 +738,22 @@ _EMPTY_MODULE = cst.Module(body=[])
 # what can put a value into a dict other than `d[key] = value`: a dict changed through one of them is
 # not known to hold only tensors
 _DICT_CHANGING_METHODS = frozenset({"update", "setdefault", "__setitem__", "fromkeys", "__ior__"})
+
+
+def _arguments_for(call: cst.Call, params: tuple[str, ...], wanted: tuple[str, ...]) -> list[cst.BaseExpression]:
+    """The arguments ``call`` passes for the parameters ``wanted`` (of ``params``, in order); a call
+    with ``*args``/``**kwargs`` gives all its arguments."""
+    if any(a.star for a in call.args):
+        return [a.value for a in call.args]
+    out = []
+    positional = [a for a in call.args if a.keyword is None]
+    for i, name in enumerate(params):
+        if name not in wanted:
+            continue
+        if i < len(positional):
+            out.append(positional[i].value)
+        out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value == name)
+    return out
 
 
 def _dict_display(value: cst.BaseExpression) -> bool:
