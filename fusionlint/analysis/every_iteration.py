@@ -76,7 +76,7 @@ def mark_reports_after_breaking_loops(reports: list, index: FileIndex, evidence:
             continue
         stmt, breaking = found
         after = rec.node.body.body
-        region = list(after[after.index(stmt) + 1:]) + _after(fn.node.body.body, rec.node)
+        region = list(after[after.index(stmt) + 1:]) + (_after(fn.node.body.body, rec.node) or [])
         for node in _walk(region):
             shadow.setdefault(id(node), breaking)
     if not shadow:
@@ -91,7 +91,7 @@ def mark_reports_after_breaking_loops(reports: list, index: FileIndex, evidence:
     return out
 
 
-def _after(statements, target: cst.CSTNode) -> list:
+def _after(statements, target: cst.CSTNode) -> Optional[list]:
     """The statements that run after ``target`` (a statement somewhere in ``statements``) up to the end
     of the function: those after it in its block, then after each enclosing statement."""
     for i, stmt in enumerate(statements):
@@ -103,7 +103,7 @@ def _after(statements, target: cst.CSTNode) -> list:
             inner = _after(block.body, target)
             if inner is not None:
                 return inner + list(statements[i + 1:])
-    return None  # type: ignore[return-value]
+    return None
 
 
 def _blocks(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
