@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.semantic.bindings import PARAMETER, reaching_plain_values, target_names
+from fusionlint.semantic.bindings import PARAMETER, bindings, reaching_plain_values, target_names
 from fusionlint.semantic.guards import OTHER_CLASS, TENSOR, narrowed
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
@@ -187,7 +187,7 @@ class TensorFacts:
         self._tensor_memo: dict[cst.CSTNode, bool] = {}
         self._sequence_memo: dict[cst.CSTNode, bool] = {}
         self._guards: Optional[dict[cst.Name, str]] = None  # reads an isinstance/is None guard decides
-        self._binding_counts: Optional[dict[str, int]] = None  # name -> statements binding it (``_bound_once``)
+        self._binding_counts: Optional[dict[str, int]] = None  # name -> its bindings (``_bound_once``)
         # reads of a name the function binds again (``n = torch.arange(n)``) -> the plain bindings
         # before each; filled on first use (``_before_rebinding``)
         self._rebinding_reads: Optional[dict[cst.Name, list[cst.BaseExpression]]] = None
@@ -466,21 +466,10 @@ class TensorFacts:
                 self._add(t.value.value, ("unpacked", value))
 
     def _bound_once(self, name: str) -> bool:
-        """Is ``name`` bound by one statement of the function and not a parameter?"""
+        """Is ``name`` bound by one binding of the function and not a parameter (which counts as one)?"""
         if self._binding_counts is None:
-            counts: dict[str, int] = {}
-            kinds = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.With)
-            for node in iter_nodes(self.fn.node.body, kinds):
-                if isinstance(node, cst.Assign):
-                    targets = [t.target for t in node.targets]
-                elif isinstance(node, cst.With):
-                    targets = [i.asname.name for i in node.items if i.asname is not None]
-                else:
-                    targets = [node.target]
-                for bound in {n for t in targets for n in target_names(t)}:
-                    counts[bound] = counts.get(bound, 0) + 1
-            self._binding_counts = counts
-        return name not in self._param_names and self._binding_counts.get(name) == 1
+            self._binding_counts = {n: len(values) for n, values in bindings(self.fn.node).items()}
+        return self._binding_counts.get(name) == 1 and name not in self._param_names
 
     def _returned_items(self, value: cst.BaseExpression) -> Optional[frozenset[int]]:
         """The positions where the project function ``value`` calls returns tensors, if it returns tuples."""
