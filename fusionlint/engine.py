@@ -23,7 +23,9 @@ from fusionlint.analysis.context import LINE_REFS, NodeEdit, Report, RuleContext
 from fusionlint.analysis.index import Collector
 from fusionlint.analysis.walk import forget_bodies, remember_bodies
 from fusionlint.analysis.dead_branches import dead_nodes
-from fusionlint.analysis.every_iteration import drop_reports_in_breaking_loops, mark_reports_after_breaking_loops
+from fusionlint.analysis.every_iteration import (
+    drop_reports_in_breaking_loops, mark_reports_after_breaking_loops, unconditional_break,
+)
 from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import cst_parse, torch_target
 from fusionlint.analysis.project import ProjectIndex
@@ -248,17 +250,26 @@ class Engine:
         # branch the compiled callers' constants rule out is never traced
         eager = eager_nodes(index) | dead_nodes(index)
         crashes: list[_RuleCrash] = []
+        later = [r for r in rules if r.after_breaks]
         for rule_cls in rules:
+            if rule_cls.after_breaks:
+                continue
             crash = _apply_rule(rule_cls, index, ctx, eager)
             if crash is not None:  # a bug in this rule: it loses this file, the other rules do not
                 crashes.append(crash)
-        if evidence_rules and ctx.reports and index.records.get("For"):
+        if evidence_rules and (later or (ctx.reports and index.records.get("For"))):
             kept, ctx.reports = ctx.reports, []
             for rule_cls in evidence_rules:
                 _apply_rule(rule_cls, index, ctx, eager)  # a crash here only loses evidence: the finding stays
             evidence, ctx.reports = ctx.reports, kept
         else:
             evidence = []
+        if later:
+            ctx.breaks = frozenset(id(r.node) for r in (*ctx.reports, *evidence) if unconditional_break(r))
+            for rule_cls in later if ctx.breaks else ():
+                crash = _apply_rule(rule_cls, index, ctx, eager)
+                if crash is not None:
+                    crashes.append(crash)
         # a loop whose every iteration breaks runs eagerly: what only its unrolling would cost cannot happen
         ctx.reports = drop_reports_in_breaking_loops(ctx.reports, index, evidence)
         # and the rest of its frame runs eagerly too: what comes after it breaks only once it is fixed

@@ -175,6 +175,10 @@ class Rule:
     # unrolling has: the engine drops it when every iteration breaks the graph (Dynamo then runs the
     # frame eagerly; fusionlint.analysis.every_iteration).
     void_in_breaking_loop: ClassVar[bool] = False
+    # True for a rule about what a graph break costs beyond itself (FL208): the engine runs it after
+    # the others, with ``ctx.breaks`` holding the nodes where the graph-break rules (selected or not)
+    # report a break that needs no stated condition, and only when there is one
+    after_breaks: ClassVar[bool] = False
 
     @classmethod
     def pins(cls, text: str, names: set, aliases: dict) -> bool:

@@ -78,6 +78,9 @@ class RuleContext:
         self.torch_version = torch_version  # (major, minor) findings are judged against: `target-torch`
         self.model = None  # the run's project model (fusionlint.project.model.Project), set by the engine
         self.reports: list[Report] = []
+        # ids of the nodes where a graph break needs no stated condition (set by the engine before the
+        # rules that ask for them run: ``Rule.after_breaks``)
+        self.breaks: frozenset[int] = frozenset()
         self.function: Optional[FunctionInfo] = None
         self.cls: Optional[ClassInfo] = None
         self._parents: ParentLink = None

@@ -43,11 +43,11 @@ def drop_reports_in_breaking_loops(reports: list, index: FileIndex, evidence: li
     asked = [r for r in reports if r.rule.void_in_breaking_loop]
     if not asked:
         return reports
-    breaks = frozenset(id(r.node) for r in (*reports, *evidence) if _unconditional_break(r))
+    breaks = frozenset(id(r.node) for r in (*reports, *evidence) if unconditional_break(r))
     if not breaks:
         return reports
     loops = _loops_by_iterable(index)
-    facts = _BreakFacts(index, breaks)
+    facts = BreakFacts(index, breaks)
     dropped: set[int] = set()
     for report in asked:
         found = loops.get(id(report.node))
@@ -62,10 +62,10 @@ def mark_reports_after_breaking_loops(reports: list, index: FileIndex, evidence:
     vit-pytorch's ``NaViT``: Dynamo records the loop's break and none after it in that frame). A
     function that the skipped frame calls is still compiled as a frame of its own: only the loop's
     own function is concerned. ``evidence`` as for ``drop_reports_in_breaking_loops``."""
-    breaks = frozenset(id(r.node) for r in (*reports, *evidence) if _unconditional_break(r))
+    breaks = frozenset(id(r.node) for r in (*reports, *evidence) if unconditional_break(r))
     if not breaks:
         return reports
-    facts = _BreakFacts(index, breaks)
+    facts = BreakFacts(index, breaks)
     shadow: dict[int, cst.CSTNode] = {}  # node id -> the loop's breaking node
     for rec in index.records.get("For", ()):
         fn = rec.function
@@ -134,7 +134,8 @@ def _walk(statements) -> Iterator[cst.CSTNode]:
         stack.extend(children(node))
 
 
-def _unconditional_break(report) -> bool:
+def unconditional_break(report) -> bool:
+    """A graph-break report that states no condition for its break."""
     effects = report.effects if report.effects is not None else report.rule.effects
     return Effect.GRAPH_BREAK in effects and not states_condition(report.message)
 
@@ -146,7 +147,7 @@ def _loops_by_iterable(index: FileIndex) -> dict[int, tuple[cst.For, Optional[Fu
     return out
 
 
-class _BreakFacts:
+class BreakFacts:
     def __init__(self, index: FileIndex, breaks: frozenset[int]) -> None:
         self.index = index
         self.breaks = breaks
@@ -164,6 +165,11 @@ class _BreakFacts:
             if not _runs_on(stmt, in_loop=True):
                 return None
         return None
+
+    def call_breaks(self, call: cst.Call, fn: Optional[FunctionInfo]) -> bool:
+        """Does ``call`` surely run a function of this file that breaks the graph on every call?"""
+        callee = self._callee(call, fn)
+        return callee is not None and self._function_breaks(callee, 1)
 
     def _path_breaks(self, nodes: Iterator[cst.CSTNode], fn: Optional[FunctionInfo], depth: int) -> bool:
         return self._breaking_node(nodes, fn, depth) is not None

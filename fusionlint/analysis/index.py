@@ -159,6 +159,8 @@ class FunctionInfo:
     passthrough_calls: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
     # parameters every compiled caller passes the same constant (fusionlint.project.model): name -> repr
     constants: dict[str, str] = field(default_factory=dict)
+    # parameters whose value changes from one compiled call to another: name -> how (project model)
+    varying: dict[str, str] = field(default_factory=dict)
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.semantic.bindings.bindings(node), computed lazily
 

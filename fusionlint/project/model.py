@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Optional
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.project.summary import (
-    NO_NAMES, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary,
+    DIM_SIZE, NO_NAMES, NOT_NONE, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary,
     forget_shared, summarize,
 )
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
@@ -56,6 +56,10 @@ class FunctionFacts:
     # a helper's parameters that every compiled call passes the same constant: name -> its repr
     # (`set_attention_type("original_full")`), or None once two calls differ or one is not a constant
     constants: dict[str, Optional[str]] = field(default_factory=dict)
+    # a helper's parameters whose value changes from one compiled call to another: name -> how
+    # ("'sum' at a.py:12, 'max' at b.py:40"; "a size of a dimension, at a.py:12"). A helper that is a
+    # Dynamo frame of its own (it breaks the graph) is compiled again for each value (FL208). None: none
+    varying: Optional[dict[str, str]] = None
 
     @property
     def chain(self) -> str:
@@ -457,6 +461,8 @@ class _Propagation:
         # propagation's time on transformers
         self.queued: Counter = Counter()
         self.returns: set[tuple[str, str]] = set()  # compiled functions that return a tensor
+        # (callee key, parameter) -> (the first constant a compiled call passed it, where)
+        self.first_passed: dict[tuple, tuple[str, str]] = {}
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
         for summary in list(self.p.files.values()):
@@ -596,8 +602,42 @@ class _Propagation:
                 # a method of this object (not `self.processor(...)`, an attribute object's __call__)
                 same_object = site.how in ("self", "super") and callee.name == site.target
                 changed = _pass_constants(site, params, callee_facts.constants, known, same_object) or changed
+                changed = self._note_varying(site, params, facts, callee_facts, (callee_file.path, callee.qualname),
+                                             f"{summary.path}:{site.line}") or changed
             if changed and not self.queued[(callee_file.path, callee.qualname)]:
                 self._queue(callee_file, callee)
+
+    def _note_varying(self, site: CallSite, params, caller: FunctionFacts, callee: FunctionFacts,
+                      key: tuple[str, str], where: str) -> bool:
+        """Mark the callee's parameters that this call passes a size of a dimension, a parameter of the
+        caller that varies, or a constant other than an earlier call's; True when something changed."""
+        if site.consts is None:
+            return False
+        positional, keywords = site.consts
+        by_name = dict(keywords)
+        changed = False
+        for i, param in enumerate(params):
+            if callee.varying and param.name in callee.varying:
+                continue
+            value = positional[i] if i < len(positional) else by_name.get(param.name, param.literal)
+            how = None
+            if isinstance(value, tuple):  # a parameter of the caller passed on
+                if caller.varying and value[1] in caller.varying:
+                    how = f"`{value[1]}` at {where}, which varies: {caller.varying[value[1]]}"
+                else:
+                    value = caller.constants.get(value[1])
+            if how is None and value == DIM_SIZE:
+                how = f"a size of a dimension at {where}"
+            elif how is None and value is not None and not value.startswith("<"):
+                first = self.first_passed.setdefault((key, param.name), (value, where))
+                if first[0] != value:
+                    how = f"{first[0]} at {first[1]}, {value} at {where}"
+            if how is not None:
+                if callee.varying is None:
+                    callee.varying = {}
+                callee.varying[param.name] = how
+                changed = True
+        return changed
 
     def _queue(self, summary: FileSummary, fn: FunctionSummary) -> None:
         self.queue.append((summary, fn))
@@ -794,7 +834,7 @@ def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]],
                 value = param.literal  # the default: its repr, or None when it is not a constant
             if isinstance(value, tuple):  # a parameter of the caller passed on
                 value = known.get(value[1])
-            passed[param.name] = value
+            passed[param.name] = NOT_NONE if value == DIM_SIZE else value  # `is None` is all it decides
     for name, value in passed.items():
         if name not in constants:
             constants[name] = value

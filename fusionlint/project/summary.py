@@ -457,19 +457,75 @@ SIZE = "<torch.Size>"
 # in the callee (qwen2.5-omni's ``_length_to_mask(lengths, max_len=seq_length)`` with
 # ``seq_length = hidden_states.shape[-1]``: the ``if max_len is None:`` arm is never traced).
 NOT_NONE = "<not None>"
+# What a call passes when the value is a tensor's size along one dimension (``x.shape[-1]``,
+# ``x.size(0)``, ``x.numel()``, arithmetic on one, a local bound only to those): never None, like
+# NOT_NONE, and it changes with the input's shape. A function that is a Dynamo frame of its own
+# (it breaks the graph) is specialised on it (fusionlint.project.model: ``FunctionFacts.varying``).
+DIM_SIZE = "<size of a dimension>"
 
 
-def _const(node: ast.expr, params: frozenset[str], set_once: frozenset[str] = frozenset()):
+def _const(node: ast.expr, params: frozenset[str], set_once: frozenset[str] = frozenset(),
+           sized: frozenset[str] = frozenset()):
     literal = _literal(node)
     if literal is not None:
         return literal
     if _is_size(node):
         return SIZE
+    if _is_dim_size(node, sized):
+        return DIM_SIZE
     if isinstance(node, ast.Name):
         if node.id in params:
             return ("param", node.id)
         return NOT_NONE if node.id in set_once else None
     return NOT_NONE if _surely_not_none(node) else None
+
+
+_DIM_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+
+
+def _is_dim_size(node: ast.expr, sized: frozenset[str] = frozenset()) -> bool:
+    """A size along one dimension: ``x.shape[i]``, ``x.size(i)``, ``x.numel()``, arithmetic on one, or a
+    name in ``sized`` (locals bound only to those: ``_sized_locals``)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _DIM_ARITHMETIC):
+        return _is_dim_size(node.left, sized) or _is_dim_size(node.right, sized)
+    if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+        return _is_size(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+        attr = node.func.attr
+        return (attr == "size" and len(node.args) == 1) or (attr == "numel" and not node.args)
+    return isinstance(node, ast.Name) and node.id in sized
+
+
+def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozenset[str]:
+    """Local names every binding of which is a size along one dimension: ``n = x.size(0)``,
+    ``B, C, H, W = x.shape``, ``h = H // p`` (not parameters: what a caller passes is theirs)."""
+    values: dict[str, list] = {}  # name -> what each binding binds (None: not a size whatever else is)
+    for b in body_nodes:
+        if isinstance(b, (ast.Assign, ast.AnnAssign)) and b.value is not None:
+            for target in (b.targets if isinstance(b, ast.Assign) else [b.target]):
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(b.value)
+                    continue
+                whole = isinstance(target, (ast.Tuple, ast.List)) and _is_size(b.value)
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):  # an element of `B, C, H, W = x.shape` is a size
+                        values.setdefault(n.id, []).append(_A_DIM if whole and n in target.elts else None)
+        else:
+            for target in _targets(b):
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        values.setdefault(n.id, []).append(None)
+    # the largest set of names whose every binding is a size given the others (`h = H // p`)
+    sized = {n for n, vs in values.items() if n not in params and None not in vs}
+    while True:
+        known = frozenset(sized)
+        drop = {n for n in sized if not all(v is _A_DIM or _is_dim_size(v, known) for v in values[n])}
+        if not drop:
+            return known
+        sized -= drop
+
+
+_A_DIM = object()  # an element of an unpacked shape
 
 
 def _surely_not_none(node: ast.expr) -> bool:
@@ -707,7 +763,8 @@ class _Summarizer:
         if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
             skipped = {id(n) for st in eager for n in ast.walk(st) if isinstance(n, ast.Call)}
             traced = [c for c in calls if id(c) not in skipped]
-        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once) for c in traced) if s is not None]
+        sized = _sized_locals(body_nodes, frozenset(p.name for p in params))
+        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized) for c in traced) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
         if _returns_tensor_annotation(node.returns):
             # `def scatter(...) -> Tensor`: the signature says so, whatever its body's returns are
@@ -732,7 +789,8 @@ class _Summarizer:
             info.wrappers = _wrappers(self.out.functions, qual)
 
     def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str], fixed: frozenset[str] = frozenset(),
-              conds: Optional[dict] = None, set_once: frozenset[str] = frozenset()) -> Optional[CallSite]:
+              conds: Optional[dict] = None, set_once: frozenset[str] = frozenset(),
+              sized: frozenset[str] = frozenset()) -> Optional[CallSite]:
         func = call.func
         if isinstance(func, ast.Attribute):
             recv = func.value
@@ -766,8 +824,8 @@ class _Summarizer:
         consts = None
         if not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords):
             consts = _shared((
-                tuple(_const(a, fixed, set_once) for a in call.args),
-                tuple((k.arg, _const(k.value, fixed, set_once)) for k in call.keywords),
+                tuple(_const(a, fixed, set_once, sized) for a in call.args),
+                tuple((k.arg, _const(k.value, fixed, set_once, sized)) for k in call.keywords),
             ))
         found = (conds or {}).get(id(call), ())
         return CallSite(how, _name(target), args, kwargs, _line(call.lineno), _name(dotted(func) or ""), consts, found)

@@ -1,0 +1,192 @@
+"""Where a graph break splits a function into Dynamo frames, and the names read after the split.
+
+When Dynamo meets a graph break it compiles the function up to the break, runs the breaking code
+eagerly and resumes in a new frame (``torch_dynamo_resume_in_<fn>_at_<line>``) whose inputs are the
+live local variables. A Python int, string or ``None`` among them is a constant of that frame: Dynamo
+guards on its value where the resumed code first reads it. A function called from compiled code that
+breaks is a frame of its own too, with a guard on each Python argument where its body first reads it
+(measured with torch 2.13 CPU: ``tests/test_frame_split.py``).
+
+``after_break`` gives the first breaking node of a function and the nodes that run after it, in
+order; ``name_events`` tells, for those nodes, where each name is read or bound.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Optional
+
+import libcst as cst
+
+from fusionlint.analysis.walk import children
+
+_NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def after_break(fn: cst.FunctionDef, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+    """(the first node of ``fn``'s body, in source order, whose id is in ``breaks``; the nodes that run
+    after it up to the end of the function, in order), or None when no node of the body breaks.
+    After a break in an ``if`` test or a loop header comes the whole statement; after one in a
+    branch, the rest of that branch and what follows the ``if`` (not the other branches)."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return None
+    return _after(fn.body.body, breaks)
+
+
+def split_points(fn: cst.FunctionDef, breaks: frozenset[int],
+                 every_call: bool = False) -> list[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+    """``after_break`` for every node of ``fn``'s body in ``breaks``, in source order: each one starts a
+    frame of its own (the function resumes after every break). ``every_call``: only the breaks that
+    every call reaches (``every_call_nodes``), the ones whose resumed frame surely runs."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return []
+    out = []
+    nodes = _preorder(every_call_nodes(fn.body.body)) if every_call else _preorder(fn.body.body)
+    for node in nodes:
+        if id(node) in breaks:
+            found = _after(fn.body.body, frozenset({id(node)}))
+            if found is not None:
+                out.append(found)
+    return out
+
+
+def _after(statements, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+    for i, stmt in enumerate(statements):
+        if isinstance(stmt, _NESTED_SCOPES):
+            continue
+        rest = list(statements[i + 1:])
+        if isinstance(stmt, cst.SimpleStatementLine):
+            order = list(_preorder([stmt]))
+            hit = next((k for k, n in enumerate(order) if id(n) in breaks), None)
+            if hit is None:
+                continue
+            breaking = order[hit]
+            inside = {id(n) for n in _preorder([breaking])}
+            return breaking, [n for n in order[hit + 1:] if id(n) not in inside] + rest
+        header = _header(stmt)
+        order = list(_preorder(header))
+        hit = next((n for n in order if id(n) in breaks), None)
+        if hit is not None:
+            return hit, [stmt] + rest
+        for block in _blocks(stmt):
+            inner = _after(block.body, breaks)
+            if inner is not None:
+                return inner[0], inner[1] + rest
+    return None
+
+
+def every_call_nodes(statements) -> Iterator[cst.CSTNode]:
+    """The parts of a function body that every call runs, in order: small statements and compound
+    statement headers (an ``if`` test, a loop's iterable, ``with`` items and body) up to the first
+    ``return``, or a compound statement that holds one. A branch that only raises does not end it: a
+    call that raises is an error, not another path through the frame."""
+    for stmt in statements:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                yield small
+                if isinstance(small, cst.Return):
+                    return
+            continue
+        if isinstance(stmt, _NESTED_SCOPES):
+            continue
+        if isinstance(stmt, cst.With):
+            yield from stmt.items
+            yield from every_call_nodes(stmt.body.body)
+        elif isinstance(stmt, (cst.If, cst.For, cst.While)):
+            yield from _header(stmt)
+        else:
+            return  # try, match: not followed
+        if any(isinstance(n, cst.Return) for n in _preorder([stmt])):
+            return
+
+
+def _header(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """What a compound statement evaluates before its blocks: an ``if``/``while`` test, a ``for``
+    loop's iterable, a ``with`` statement's items."""
+    if isinstance(stmt, (cst.If, cst.While)):
+        return [stmt.test]
+    if isinstance(stmt, cst.For):
+        return [stmt.iter]
+    if isinstance(stmt, cst.With):
+        return list(stmt.items)
+    return []
+
+
+def _blocks(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.BaseSuite):
+        yield body
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.If):
+        yield from _blocks(orelse)
+    elif orelse is not None:
+        yield orelse.body
+    final = getattr(stmt, "finalbody", None)
+    if final is not None:
+        yield final.body
+
+
+def _preorder(nodes: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """Every node of ``nodes`` in source order, not inside nested functions, classes or lambdas."""
+    stack = list(reversed(list(nodes)))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _NESTED_SCOPES):
+            stack.extend(reversed(children(node)))
+
+
+def name_events(nodes: Iterable[cst.CSTNode]) -> Iterator[tuple[str, cst.Name, bool]]:
+    """(name, its node, True for a read / False for a binding) for the plain names of ``nodes``, in the
+    order Python evaluates them: an assignment's value before its targets, ``x += 1`` reads ``x``
+    before binding it. An attribute's name (``.n``) and a keyword (``f(n=1)``) are not names."""
+    for node in nodes:
+        yield from _events(node)
+
+
+def _events(node: cst.CSTNode) -> Iterator[tuple[str, cst.Name, bool]]:
+    if isinstance(node, cst.Name):
+        yield node.value, node, True
+    elif isinstance(node, _NESTED_SCOPES):
+        return
+    elif isinstance(node, cst.Attribute):
+        yield from _events(node.value)
+    elif isinstance(node, cst.Arg):
+        yield from _events(node.value)
+    elif isinstance(node, cst.Assign):
+        yield from _events(node.value)
+        for target in node.targets:
+            yield from _stores(target.target)
+    elif isinstance(node, cst.AnnAssign):
+        if node.value is not None:
+            yield from _events(node.value)
+            yield from _stores(node.target)
+    elif isinstance(node, cst.AugAssign):
+        yield from _events(node.value)
+        yield from _events(node.target)
+        yield from _stores(node.target)
+    elif isinstance(node, cst.NamedExpr):
+        yield from _events(node.value)
+        yield from _stores(node.target)
+    elif isinstance(node, cst.For):
+        yield from _events(node.iter)
+        yield from _stores(node.target)
+        for child in (node.body, node.orelse):
+            if child is not None:
+                yield from _events(child)
+    else:
+        for child in children(node):
+            yield from _events(child)
+
+
+def _stores(target: cst.CSTNode) -> Iterator[tuple[str, cst.Name, bool]]:
+    if isinstance(target, cst.Name):
+        yield target.value, target, False
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _stores(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _stores(target.value)
+    else:  # `a[i] = v`, `a.b = v`: reads `a` and `i`
+        yield from _events(target)

@@ -1,0 +1,242 @@
+"""FL208 value-specialised-by-graph-break: a Python value enters a frame that a graph break starts."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.analysis.context import LINE_REFS
+from fusionlint.analysis.index import FunctionInfo
+from fusionlint.rule import Effect, Invalid, Rule, module_example
+from fusionlint.analysis.every_iteration import BreakFacts
+from fusionlint.analysis.walk import iter_nodes
+from fusionlint.semantic.frame_split import name_events, split_points
+from fusionlint.semantic.sizes import Sizes
+
+_DOCS = """
+## What it does
+Flags the line where a frame that a graph break starts first reads a Python value that changes from
+call to call:
+- a parameter of a function that breaks the graph, when its compiled callers pass it different
+  constants (`scatter(x, i, reduce="sum")` here, `reduce="max"` there), the default at one call and a
+  value at another, or a size of a dimension (`n=x.size(0)`);
+- a local variable holding a size of a dimension (`b = x.size(0)`, `B, C, H, W = x.shape`) that is
+  bound before a graph break in the same function and read after it.
+
+## Why is this bad?
+Dynamo cannot trace through a graph break. It compiles the code before it, runs the breaking code
+eagerly and resumes in a new frame whose inputs are the live locals; a function called from
+compiled code that breaks runs as a frame of its own, whose inputs are its arguments. Python ints,
+strings and `None` among those inputs are constants of the frame: Dynamo guards on their values
+where the frame first reads them, and a call with another value compiles the frame again. A string
+or `None`-ness that differs between callers costs one compile per distinct value, and after
+`recompile_limit` (8) the frame runs eagerly; an int compiles once more and then becomes dynamic.
+
+Measured with torch 2.13.0 CPU (backend eager; `tests/test_frame_split.py`): a helper that calls
+`int(x.max())`, called from one forward with `mode="a"` and `mode="b"`, recompiled with the guard
+`mode == 'a'` on its first line that reads `mode`, and with `n == 3` on the first line after the
+break that reads `n` (3 and 4 passed); a helper that `print`s, called with `n=x.size(0)`,
+recompiled for a new batch size with `n == 2` where it first reads `n`; a forward doing
+`b = x.size(0)`, `print(...)`, `return x.view(b, -1)` recompiled its resumed frame with `b == 2` on
+the `return` line. On real models the recall bench (`bench/recall.py`) records these guards in
+PyTorch Geometric's `maybe_num_nodes` (`num_nodes == 16`) and `scatter` (`dim == 0`,
+`dim_size is None`, `reduce == 'max'`), and in transformers' XLM (`slen == 8` after an `.item()`).
+
+## Example
+```python
+def pool(x, reduce):
+    if reduce == "max":                  # guard: reduce == 'max'
+        out = x.amax(0)
+    else:
+        out = x.sum(0)
+    print("pooled", out.shape)          # graph break: pool is a frame of its own
+    return out
+
+class Model(nn.Module):
+    def forward(self, x):
+        return pool(x, "max") + pool(x, "sum")
+```
+
+## Use instead
+Remove the graph break (here the `print`); the function is then inlined into its callers, where
+each call's constant is simply part of the graph. Where the break has to stay, read sizes again
+after it (`x.size(0)` on the tensor, which Dynamo tracks symbolically) instead of carrying a Python
+int across it, and pass a constant that selects code as a separate function per value.
+
+## Fix safety
+No automatic fix: the graph break is what to change, and each break has its own fix (see the
+finding on the breaking line).
+
+## PyTorch reference
+No graph-break id (this is a recompile):
+https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.recompilation.html
+"""
+
+
+def _helper(body: str) -> str:
+    return "import torch\nfrom torch import nn\n\n\n" + body
+
+
+class ValueSpecialisedByGraphBreak(Rule):
+    code = "FL208"
+    name = "value-specialised-by-graph-break"
+    message = "a Python value that changes between calls enters a frame that a graph break starts: each new value recompiles it"
+    effects = (Effect.RECOMPILE,)
+    after_breaks = True
+    measured_on = ("torch 2.13.0 CPU",)
+    docs = _DOCS
+
+    VALID = [
+        # every call passes the same constant: one frame
+        _helper(
+            "def pool(x, reduce):\n    out = x.amax(0) if reduce == 'max' else x.sum(0)\n    print(out.shape)\n    return out\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x):\n        return pool(x, 'max') + pool(x * 2, 'max')\n"
+        ),
+        # no graph break: the helper is inlined, its constants are part of the caller's graph
+        _helper(
+            "def pool(x, reduce):\n    return x.amax(0) if reduce == 'max' else x.sum(0)\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x):\n        return pool(x, 'max') + pool(x, 'sum')\n"
+        ),
+        # the size is read again after the break, from the tensor
+        module_example(
+            "    def forward(self, x):\n        b = x.size(0)\n        y = x.reshape(b, -1)\n        print('x')\n"
+            "        return y.view(x.size(0), -1)\n"
+        ),
+        # re-bound after the break before any read: nothing crosses it
+        module_example(
+            "    def forward(self, x):\n        b = x.size(0)\n        print(b)\n        b = 4\n        return x.view(b, -1)\n"
+        ),
+        # a break only some calls reach: the frame after it resumes only on those (transformers' warnings)
+        module_example(
+            "    def forward(self, x, warn: bool = False):\n        b = x.size(0)\n        if warn:\n            print('x')\n"
+            "        return x.view(b, -1)\n"
+        ),
+        # not compiled
+        _helper("def pool(x, reduce):\n    print(reduce)\n    return x\n\n\ndef run(x):\n    return pool(x, 'a') + pool(x, 'b')\n"),
+    ]
+    INVALID = [
+        Invalid(
+            _helper(
+                "def pool(x, reduce):\n    if reduce == 'max':\n        out = x.amax(0)\n    else:\n        out = x.sum(0)\n"
+                "    print(out.shape)\n    return out\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        return pool(x, 'max') + pool(x, 'sum')\n"
+            ),
+            line=6,
+            count=1,
+        ),
+        # a size passed into a breaking helper, read first after the break (the resumed frame)
+        Invalid(
+            _helper(
+                "def scale(x, n):\n    k = int(x.max())\n    return x * n + k\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        return scale(x, x.size(0))\n"
+            ),
+            line=7,
+            count=1,
+        ),
+        # the default at one call, a value at another (PyG's `maybe_num_nodes(edge_index, num_nodes)`)
+        Invalid(
+            _helper(
+                "def count(ids, num_nodes=None):\n    if num_nodes is not None:\n        return num_nodes\n"
+                "    return int(ids.max()) + 1\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x, ids):\n"
+                "        return x * count(ids) + count(ids, 16)\n"
+            ),
+            line=6,
+        ),
+        # a size crossing a call of a function of this file that breaks on every call (XLM's `get_masks`)
+        Invalid(
+            _helper(
+                "def check(x):\n    assert x.max().item() < 10\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        n = x.shape[1]\n        check(x)\n"
+                "        return x[:, :n] * 2\n"
+            ),
+            line=13,
+            count=1,
+        ),
+        # a size taken before a break in the same function and read after it
+        Invalid(
+            module_example(
+                "    def forward(self, x):\n        b, n = x.shape[:2]\n        print('x')\n        return x.view(b, -1)\n"
+            ),
+            line=9,
+            count=1,
+        ),
+    ]
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock, ctx) -> None:
+        # a compiled function's body: its block is the one node whose parent is the definition
+        fn = ctx.function
+        if fn is None or fn.node.body is not node:
+            return
+        breaking_nodes = _breaking_nodes(fn, ctx)
+        points = split_points(fn.node, breaking_nodes)
+        if not points:
+            return
+        sizes = Sizes(ctx)
+        varying = {n: how for n, how in fn.varying.items() if n not in fn.tensor_params}
+        done: set[int] = set()
+        if varying:  # the function's own frame reads its arguments
+            for name, at in _first_reads(node.body, varying):
+                done.add(id(at))
+                ctx.report(
+                    at,
+                    f"`{name}` changes from one compiled call to the next ({varying[name]}), and `{fn.name}` "
+                    f"breaks the graph (line {LINE_REFS}), so Dynamo compiles it as a frame of its own and guards "
+                    f"on `{name}`'s value here: {_AGAIN}",
+                    line_refs=(points[0][0],),
+                    no_reason=True,
+                )
+        # each frame resumed after a break that every call reaches reads what crosses it (a break in a
+        # branch resumes only on the calls that take it)
+        for breaking, after in split_points(fn.node, breaking_nodes, every_call=True):
+            for name, at in _first_reads(after, None):
+                if id(at) in done:
+                    continue
+                if name in varying:
+                    what, again = f"it changes from one compiled call to the next: {varying[name]}", _AGAIN
+                else:
+                    tensor = sizes.of(at)
+                    if tensor is None:
+                        continue
+                    what, again = f"a size of `{tensor}` taken before it", _SIZE_AGAIN
+                done.add(id(at))
+                ctx.report(
+                    at,
+                    f"`{name}` ({what}) crosses the graph break at line {LINE_REFS}: the frame Dynamo resumes in "
+                    f"after the break gets it as a Python value and guards on it here: {again}",
+                    line_refs=(breaking,),
+                    no_reason=True,
+                )
+
+
+_AGAIN = (
+    "each new value compiles it again (an int becomes dynamic after its first change; other values count "
+    "toward the recompile limit of 8, after which the frame runs eagerly); remove the graph break"
+)
+_SIZE_AGAIN = (
+    "a new size compiles that frame again before automatic dynamic shapes make it symbolic; read the size from "
+    "the tensor after the break, or remove the break"
+)
+
+
+def _breaking_nodes(fn: FunctionInfo, ctx) -> frozenset[int]:
+    """The nodes of ``fn`` where its frame ends: a break with no stated condition, or a call of a
+    function of this file that breaks on every call (Dynamo cannot inline it)."""
+    facts = ctx.memo("FL208-break-facts", lambda: BreakFacts(ctx.file, ctx.breaks))
+    calls = frozenset(id(c) for c in iter_nodes(fn.node.body, (cst.Call,)) if facts.call_breaks(c, fn))
+    return ctx.breaks | calls
+
+
+def _first_reads(nodes, names: Optional[dict]) -> list[tuple[str, cst.Name]]:
+    """(name, node) of each name whose first occurrence in ``nodes`` reads it (of ``names`` only, when
+    given): a name bound there first is a new value, not one that crossed into the frame."""
+    seen: set[str] = set()
+    out = []
+    for name, at, read in name_events(nodes):
+        if name in seen or (names is not None and name not in names):
+            continue
+        seen.add(name)
+        if read:
+            out.append((name, at))
+    return out

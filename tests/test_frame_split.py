@@ -1,0 +1,102 @@
+"""FL208: Python values that enter a frame a graph break starts (fusionlint.semantic.frame_split).
+
+The static test asserts where FL208 reports on three models; the torch test compiles the same
+models, calls each with three batch sizes, and asserts the fact behind every finding: a recompile
+whose failed guard names exactly that line (and none that FL208 does not name, beyond the inputs'
+own shapes).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+from pathlib import Path
+
+from tests.helpers import need
+from tests.test_semantic_patterns import HEAD, at, lint, project
+
+MODELS = HEAD + """
+def helper(x, n, mode):
+    if mode == "a":
+        y = x * 2
+    else:
+        y = x + 1
+    k = int(x.max())
+    return y + n + k
+
+
+def noisy(x, n):
+    y = x * n
+    print("noisy")
+    return y
+
+
+class Constants(nn.Module):
+    def forward(self, x):
+        a = helper(x, 3, "a")
+        b = helper(x, 4, "b")
+        return a + b + noisy(x, x.size(0))
+
+
+class Carried(nn.Module):
+    def forward(self, x):
+        b = x.size(0)
+        print("carried")
+        return x.view(b, -1) * 2
+
+
+class Fresh(nn.Module):
+    def forward(self, x):
+        print("fresh")
+        return x.view(x.size(0), -1) * 2
+"""
+
+# the lines FL208 names in MODELS: `mode` and `n` in helper, `n` in noisy, `b` in Carried.forward
+EXPECTED = [("models.py", 4), ("models.py", 9), ("models.py", 13), ("models.py", 29)]
+
+
+def test_fl208_lines(tmp_path):
+    root = project(tmp_path, {"models.py": MODELS})
+    assert sorted(at(lint(root), "FL208")) == EXPECTED
+
+
+def test_fl208_lines_are_the_guards_torch_recompiles_on(tmp_path):
+    need("torch", "the claim is about torch.compile")
+    import torch
+
+    path = project(tmp_path, {"models.py": MODELS}) / "models.py"  # the text the static test lints
+    spec = importlib.util.spec_from_file_location("fl208_models", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            if record.name.endswith("__recompiles"):
+                records.append(record.getMessage())
+
+    handler = Keep()
+    torch._logging.set_logs(recompiles=True)
+    loggers = [logging.getLogger(n) for n in ("torch", "torch._dynamo")]
+    saved = [logger.handlers for logger in loggers]
+    for logger in loggers:
+        logger.handlers = [handler]
+    try:
+        for name in ("Constants", "Carried", "Fresh"):
+            torch._dynamo.reset()
+            compiled = torch.compile(getattr(module, name)(), backend="eager")
+            for batch in (2, 3, 4):
+                compiled(torch.randn(batch, 4))
+    finally:
+        for logger, handlers in zip(loggers, saved):
+            logger.handlers = handlers
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+    guard_lines = set()
+    for message in records:
+        for match in re.finditer(r"#.*?models\.py:(\d+) in ", message):
+            guard_lines.add(("models.py", int(match.group(1))))
+    # every other recompile is an input's shape ("tensor 'x' size mismatch"), which names no line
+    assert sorted(guard_lines) == EXPECTED, records
