@@ -10,8 +10,10 @@ from fusionlint.analysis.init_facts import InitValue
 from fusionlint.analysis.module_init import PARAM_MODULES, compiled_module_init, is_explicit_module_init, makes_parameters, trace_end
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import is_torch_module_base
+from fusionlint.analysis.context import LINE_REFS
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
+from fusionlint.semantic.frame_split import after_break, name_events
 
 # Tensor method -> (graph-break id measured on torch 2.13 CPU, what Dynamo says)
 _METHODS = {
@@ -97,6 +99,8 @@ _COLLECTIVES = frozenset(
 _INVOKE_SUBGRAPH = frozenset({
     "torch._higher_order_ops.invoke_subgraph.invoke_subgraph", "torch._higher_order_ops.invoke_subgraph",
 })
+# tensor methods that return a sparse tensor (their own break is in _UNTRACEABLE_METHODS' table)
+_SPARSE_CONVERSIONS = frozenset({"to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc"})
 _GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed"})
 _COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
@@ -174,6 +178,7 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `invoke_subgraph(body, "sub", h)` (`from torch._higher_order_ops.invoke_subgraph import invoke_subgraph`) | GB0017, GB0208 |
 | `dist.all_reduce(h, async_op=True)` (any `torch.distributed` collective with `async_op=True`; gloo, one process) | GB0172, then GB0156 at `work.wait()` |
 | `torch.sparse_coo_tensor(idx, vals, (2, 2))` | GB0007 |
+| `s = torch.sparse_coo_tensor(...)`, then the first read of `s` (the frame resumed after the constructor's break gets the sparse tensor as an input; PyG's `to_torch_csr_tensor` `return adj`) | GB0015 |
 | `x.unsqueeze_(0)`, `x.squeeze_()`, `x.transpose_(0, 1)`, `x.t_()`, `x.swapdims_(0, 1)` on a forward argument (not on a tensor made inside), also as the variable of `for x in (a, b):` over arguments | GB0148 (in the loop, then GB7000: the frame runs eagerly) |
 | `"v=%s" % t`, `"%.3f" % t` (a tensor formatted with `%`) | GB0208; Dynamo then runs the whole frame eagerly |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
@@ -593,6 +598,7 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                 )
 
     def visit_Assign(self, node: cst.Assign, ctx) -> None:
+        self._sparse_carried(node, ctx)
         buffer = _buffer_moved_onto_itself(node, ctx)
         if buffer is not None:
             # measured, torch 2.13 CPU: `self.pe = self.pe.to(h.device)` / `.to(dtype=h.dtype)` with
@@ -634,6 +640,39 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
                     "build the new tensor (`torch.complex(real, imag)`) instead",
                     tensor=t.value,
                 )
+
+    def _sparse_carried(self, node: cst.Assign, ctx) -> None:
+        """``adj = torch.sparse_csr_tensor(...)`` breaks, and Dynamo resumes after it in a new frame with
+        ``adj`` among its inputs: the first read of ``adj`` there cannot wrap the sparse tensor and breaks
+        again (measured, torch 2.13 CPU: GB0015 at PyG's ``to_torch_csr_tensor`` ``return adj``)."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) or ctx.function is None:
+            return
+        value = node.value
+        if not isinstance(value, cst.Call):
+            return
+        func = value.func
+        sparse = (ctx.qualname(func) or "") in _UNTRACEABLE_FACTORIES and "sparse" in (ctx.qualname(func) or "")
+        if not sparse and isinstance(func, cst.Attribute) and func.attr.value in _SPARSE_CONVERSIONS:
+            sparse = ctx.is_tensor(func.value)
+        if not sparse:
+            return
+        name = node.targets[0].target.value
+        split = after_break(ctx.function.node, frozenset({id(value)}))
+        if split is None:
+            return
+        for found, at, read in name_events(split[1]):
+            if found != name:
+                continue
+            if read:
+                ctx.report(
+                    at,
+                    f"`{name}` holds the sparse tensor made at line {LINE_REFS}, whose creation breaks the graph: "
+                    "the frame Dynamo resumes in after that break cannot take a sparse tensor as an input, so its "
+                    "first read breaks again (GB0015 \"Attempted to wrap sparse Tensor\"); keep sparse tensors "
+                    "out of the compiled region, or use dense ones",
+                    line_refs=(value,),
+                )
+            return
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
         """``"v=%s" % t``: printf-style formatting of a tensor."""

@@ -167,6 +167,12 @@ CASES = [
     ("sparse-coo-tensor", "FL112", "GB0007",
      "        s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), h[0, :2], (2, 2))\n        return s.to_dense() * 2",
      "        return torch.zeros(2, 2).index_put((torch.tensor([0, 1]), torch.tensor([1, 0])), h[0, :2]) * 2"),
+    # the sparse tensor crosses into the frame resumed after its constructor's break: GB0015 at its first read
+    ("sparse-carried-across-its-break", "FL112", "GB0015",
+     "        s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), h[0, :2], (2, 2))\n        y = h * 2\n"
+     "        return s.to_dense().sum() * y",
+     "        s = torch.zeros(2, 2).index_put((torch.tensor([0, 1]), torch.tensor([1, 0])), h[0, :2])\n        y = h * 2\n"
+     "        return s.sum() * y"),
     ("inplace-view-on-input", "FL112", "GB0148",
      "        x.unsqueeze_(0)\n        return x * 2",
      "        x = x.unsqueeze(0)\n        return x * 2"),
