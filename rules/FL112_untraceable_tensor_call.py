@@ -99,8 +99,7 @@ _COLLECTIVES = frozenset(
 _INVOKE_SUBGRAPH = frozenset({
     "torch._higher_order_ops.invoke_subgraph.invoke_subgraph", "torch._higher_order_ops.invoke_subgraph",
 })
-# tensor methods that return a sparse tensor (their own break is in _UNTRACEABLE_METHODS' table)
-_SPARSE_CONVERSIONS = frozenset({"to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc"})
+_SPARSE_CONSTRUCTORS = frozenset({"torch.sparse_coo_tensor", "torch.sparse_csr_tensor"})
 _GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state", "initial_seed"})
 _COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
@@ -650,11 +649,9 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         value = node.value
         if not isinstance(value, cst.Call):
             return
-        func = value.func
-        sparse = (ctx.qualname(func) or "") in _UNTRACEABLE_FACTORIES and "sparse" in (ctx.qualname(func) or "")
-        if not sparse and isinstance(func, cst.Attribute) and func.attr.value in _SPARSE_CONVERSIONS:
-            sparse = ctx.is_tensor(func.value)
-        if not sparse:
+        # only the constructors: after `.to_sparse_coo()` (GB0015 at the conversion) the recall bench recorded
+        # no break at the next read (PyG's GraphUNet `adj.indices()`)
+        if ctx.qualname(value.func) not in _SPARSE_CONSTRUCTORS:
             return
         name = node.targets[0].target.value
         split = after_break(ctx.function.node, frozenset({id(value)}))
