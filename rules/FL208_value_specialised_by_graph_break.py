@@ -20,7 +20,7 @@ Flags the line where a frame that a graph break starts first reads a Python valu
 call to call:
 - a parameter of a function that breaks the graph, when its compiled callers pass it different
   constants (`scatter(x, i, reduce="sum")` here, `reduce="max"` there), the default at one call and a
-  value at another, or a size of a dimension (`n=x.size(0)`);
+  value at another, or a tensor size (`n=x.size(0)`, `size=(N, N)` with `N = x.size(0)`, `x.shape`);
 - a local variable holding a size of a dimension (`b = x.size(0)`, `B, C, H, W = x.shape`) that is
   bound before a graph break in the same function and read after it.
 
@@ -143,6 +143,25 @@ class ValueSpecialisedByGraphBreak(Rule):
                 "        return x * count(ids) + count(ids, 16)\n"
             ),
             line=6,
+        ),
+        # a loop's index passed to a helper that breaks: a frame per index (big_bird's `set_attention_type`)
+        Invalid(
+            _helper(
+                "def build(x, idx):\n    y = x * idx\n    print('built')\n    return y\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        for i in range(3):\n            x = build(x, i)\n"
+                "        return x\n"
+            ),
+            line=6,
+            count=1,
+        ),
+        # a tuple holding sizes (PyG's `to_torch_csr_tensor(edge_index, size=(N, N))`)
+        Invalid(
+            _helper(
+                "def densify(x, size):\n    out = x.new_zeros(size)\n    print('dense')\n    return out\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        n = x.size(0)\n        return densify(x, (n, n))\n"
+            ),
+            line=6,
+            count=1,
         ),
         # a size crossing a call of a function of this file that breaks on every call (XLM's `get_masks`)
         Invalid(

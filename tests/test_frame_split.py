@@ -32,6 +32,18 @@ def noisy(x, n):
     return y
 
 
+def scaled(x, idx):
+    y = x * idx
+    print("scaled")
+    return y
+
+
+def densify(x, size):
+    out = x.new_zeros(size)
+    print("dense")
+    return out + x.sum()
+
+
 class Constants(nn.Module):
     def forward(self, x):
         a = helper(x, 3, "a")
@@ -46,14 +58,28 @@ class Carried(nn.Module):
         return x.view(b, -1) * 2
 
 
+class Looped(nn.Module):
+    def forward(self, x):
+        for i in range(3):
+            x = scaled(x, i)
+        return x
+
+
+class Padded(nn.Module):
+    def forward(self, x):
+        n = x.size(0)
+        return densify(x.sum(0), (n, n))
+
+
 class Fresh(nn.Module):
     def forward(self, x):
         print("fresh")
         return x.view(x.size(0), -1) * 2
 """
 
-# the lines FL208 names in MODELS: `mode` and `n` in helper, `n` in noisy, `b` in Carried.forward
-EXPECTED = [("models.py", 4), ("models.py", 9), ("models.py", 13), ("models.py", 29)]
+# the lines FL208 names in MODELS: `mode` and `n` in helper, `n` in noisy, `idx` in scaled, `size` in
+# densify, `b` in Carried.forward
+EXPECTED = [("models.py", 4), ("models.py", 9), ("models.py", 13), ("models.py", 19), ("models.py", 25), ("models.py", 41)]
 
 
 def test_fl208_lines(tmp_path):
@@ -84,7 +110,7 @@ def test_fl208_lines_are_the_guards_torch_recompiles_on(tmp_path):
     for logger in loggers:
         logger.handlers = [handler]
     try:
-        for name in ("Constants", "Carried", "Fresh"):
+        for name in ("Constants", "Carried", "Looped", "Padded", "Fresh"):
             torch._dynamo.reset()
             compiled = torch.compile(getattr(module, name)(), backend="eager")
             for batch in (2, 3, 4):

@@ -1564,3 +1564,39 @@ def test_a_helper_that_hands_back_an_argument_gives_what_each_call_passes(tmp_pa
         """})
     assert at(lint(root, "net.py"), "FL102") == []
     assert at(lint(root, "net.py"), "FL101") == [("net.py", 19)]
+
+
+def test_a_base_method_calling_self_m_runs_the_subclass_override(tmp_path):
+    # PyG's `MessagePassing.edge_updater` calls `self.edge_update(...)`, which GATConv overrides (in
+    # another file): from GATConv.forward, the base method runs the override, and what breaks or
+    # recompiles there is compiled code (the recall bench: `F.dropout(..., training=self.training)` in
+    # `GATConv.edge_update` recompiled on every train/eval switch)
+    root = project(tmp_path, {
+        "base.py": HEAD + """
+            class Passing(nn.Module):
+                def updater(self, x):
+                    return self.update_edges(x)
+
+                def update_edges(self, x):
+                    raise NotImplementedError
+            """,
+        "gat.py": HEAD + """
+            from base import Passing
+
+            class Gat(Passing):
+                def forward(self, x):
+                    return self.updater(x)
+
+                def update_edges(self, x):
+                    return x * x.sum().item()
+
+            class Unused(nn.Module):
+                def update_edges(self, x):
+                    return x.sum().item()
+            """,
+    })
+    findings = lint(root)
+    assert at(findings, "FL101") == [("gat.py", 10)]
+    chain = next(f.chain for f in findings if f.code == "FL101")
+    assert chain[0] == "Gat.forward" and "base.Passing.updater" in chain[1]
+    assert chain[2] == "self.update_edges of a gat.Gat"

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Optional
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.project.summary import (
-    DIM_SIZE, NO_NAMES, NOT_NONE, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary,
+    DIM_SIZE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary,
     forget_shared, summarize,
 )
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
@@ -57,7 +57,7 @@ class FunctionFacts:
     # (`set_attention_type("original_full")`), or None once two calls differ or one is not a constant
     constants: dict[str, Optional[str]] = field(default_factory=dict)
     # a helper's parameters whose value changes from one compiled call to another: name -> how
-    # ("'sum' at a.py:12, 'max' at b.py:40"; "a size of a dimension, at a.py:12"). A helper that is a
+    # ("'sum' at a.py:12, 'max' at b.py:40"; "a tensor size at a.py:12"). A helper that is a
     # Dynamo frame of its own (it breaks the graph) is compiled again for each value (FL208). None: none
     varying: Optional[dict[str, str]] = None
 
@@ -578,39 +578,68 @@ class _Propagation:
             if known and dead_branch(site.conds, known):
                 continue  # in a branch the constants every compiled caller passes rule out
             found = self._callee(summary, fn, site)
-            if found is None:
+            if found is not None:
+                self._flow(summary, fn, facts, known, site, found)
+            if site.how == "self" and fn.cls:
+                # `self.m()` in a method runs the override of the object's own class: a base's
+                # `edge_updater` calling `self.edge_update(...)` runs GATConv's when self is a GATConv
+                for override in self._overrides(summary, fn, site):
+                    self._flow(summary, fn, facts, known, site, override)
+
+    def _overrides(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
+        """(file, function, True, chain label) for each subclass of ``fn``'s class that defines the method
+        ``self.<site.target>(...)`` calls."""
+        cls = summary.classes.get(fn.cls)
+        if cls is None:
+            return
+        for sub_file, sub in self.p.subclasses(summary, cls):
+            qual = sub.methods.get(site.target)
+            if qual is None:
                 continue
-            callee_file, callee, skip_first, label = found
-            callee_facts = self._enter(callee_file, callee, facts.frames + (label,), "helper")
-            if callee_facts is None:
+            self.p._probe(sub_file, qual)
+            callee = sub_file.functions.get(qual)
+            if callee is not None:
+                # the chain names the receiver's class: the first chain that reaches the base method may
+                # come from another subclass (propagation is not per receiver)
+                owner = sub.name if sub_file is summary else f"{sub_file.module}.{sub.name}"
+                label = f"self.{site.target} of a {owner}"
+                yield sub_file, callee, True, label
+
+    def _flow(self, summary: FileSummary, fn: FunctionSummary, facts: FunctionFacts, known: dict, site: CallSite,
+              found: tuple) -> None:
+        """Enter one callee of a call site and flow the call's arguments into its parameters."""
+        callee_file, callee, skip_first, label = found
+        callee_facts = self._enter(callee_file, callee, facts.frames + (label,), "helper")
+        if callee_facts is None:
+            return
+        params = callee.params[1:] if skip_first and not callee.static else callee.params
+        where = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
+        changed = False
+        for param, value in zip(params, site.args):
+            if param.annotation == "other":  # the callee says what it takes (`flag: bool | None`)
                 continue
-            params = callee.params[1:] if skip_first and not callee.static else callee.params
-            where = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
-            changed = False
-            for param, value in zip(params, site.args):
-                if param.annotation == "other":  # the callee says what it takes (`flag: bool | None`)
-                    continue
-                if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                    callee_facts.tensor_params[param.name] = where
-                    changed = True
-            names = {p.name for p in params if p.annotation != "other"}
-            for name, value in site.kwargs:
-                if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                    callee_facts.tensor_params[name] = where
-                    changed = True
-            if callee_facts.kind == "helper":
-                # a method of this object (not `self.processor(...)`, an attribute object's __call__)
-                same_object = site.how in ("self", "super") and callee.name == site.target
-                changed = _pass_constants(site, params, callee_facts.constants, known, same_object) or changed
-                changed = self._note_varying(site, params, facts, callee_facts, (callee_file.path, callee.qualname),
-                                             f"{summary.path}:{site.line}") or changed
-            if changed and not self.queued[(callee_file.path, callee.qualname)]:
-                self._queue(callee_file, callee)
+            if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
+                callee_facts.tensor_params[param.name] = where
+                changed = True
+        names = {p.name for p in params if p.annotation != "other"}
+        for name, value in site.kwargs:
+            if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
+                callee_facts.tensor_params[name] = where
+                changed = True
+        if callee_facts.kind == "helper":
+            # a method of this object (not `self.processor(...)`, an attribute object's __call__)
+            same_object = site.how in ("self", "super") and callee.name == site.target
+            changed = _pass_constants(site, params, callee_facts.constants, known, same_object) or changed
+            changed = self._note_varying(site, params, facts, callee_facts, (callee_file.path, callee.qualname),
+                                         f"{summary.path}:{site.line}") or changed
+        if changed and not self.queued[(callee_file.path, callee.qualname)]:
+            self._queue(callee_file, callee)
 
     def _note_varying(self, site: CallSite, params, caller: FunctionFacts, callee: FunctionFacts,
                       key: tuple[str, str], where: str) -> bool:
-        """Mark the callee's parameters that this call passes a size of a dimension, a parameter of the
-        caller that varies, or a constant other than an earlier call's; True when something changed."""
+        """Mark the callee's parameters that this call passes a tensor size (``x.size(0)``, ``(N, N)``,
+        ``x.shape``), a parameter of the caller that varies, or a constant other than an earlier call's;
+        True when something changed."""
         if site.consts is None:
             return False
         positional, keywords = site.consts
@@ -626,8 +655,10 @@ class _Propagation:
                     how = f"`{value[1]}` at {where}, which varies: {caller.varying[value[1]]}"
                 else:
                     value = caller.constants.get(value[1])
-            if how is None and value == DIM_SIZE:
-                how = f"a size of a dimension at {where}"
+            if how is None and value in (DIM_SIZE, SIZE):
+                how = f"a tensor size at {where}"
+            elif how is None and value == LOOP_INDEX:
+                how = f"a loop index at {where}"
             elif how is None and value is not None and not value.startswith("<"):
                 first = self.first_passed.setdefault((key, param.name), (value, where))
                 if first[0] != value:
@@ -834,7 +865,8 @@ def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]],
                 value = param.literal  # the default: its repr, or None when it is not a constant
             if isinstance(value, tuple):  # a parameter of the caller passed on
                 value = known.get(value[1])
-            passed[param.name] = NOT_NONE if value == DIM_SIZE else value  # `is None` is all it decides
+            # a size or a loop index: `is None` is all it decides
+            passed[param.name] = NOT_NONE if value in (DIM_SIZE, LOOP_INDEX) else value
     for name, value in passed.items():
         if name not in constants:
             constants[name] = value

@@ -462,10 +462,13 @@ NOT_NONE = "<not None>"
 # NOT_NONE, and it changes with the input's shape. A function that is a Dynamo frame of its own
 # (it breaks the graph) is specialised on it (fusionlint.project.model: ``FunctionFacts.varying``).
 DIM_SIZE = "<size of a dimension>"
+# What a call passes when the value is the index of a ``for`` loop (``for i, layer in enumerate(...)``,
+# ``for i in range(n)``): never None, and another value on every iteration (FL208, like DIM_SIZE)
+LOOP_INDEX = "<loop index>"
 
 
 def _const(node: ast.expr, params: frozenset[str], set_once: frozenset[str] = frozenset(),
-           sized: frozenset[str] = frozenset()):
+           sized: frozenset[str] = frozenset(), indices: frozenset[str] = frozenset()):
     literal = _literal(node)
     if literal is not None:
         return literal
@@ -473,6 +476,8 @@ def _const(node: ast.expr, params: frozenset[str], set_once: frozenset[str] = fr
         return SIZE
     if _is_dim_size(node, sized):
         return DIM_SIZE
+    if isinstance(node, ast.Name) and node.id in indices:
+        return LOOP_INDEX
     if isinstance(node, ast.Name):
         if node.id in params:
             return ("param", node.id)
@@ -484,16 +489,37 @@ _DIM_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 
 
 def _is_dim_size(node: ast.expr, sized: frozenset[str] = frozenset()) -> bool:
-    """A size along one dimension: ``x.shape[i]``, ``x.size(i)``, ``x.numel()``, arithmetic on one, or a
-    name in ``sized`` (locals bound only to those: ``_sized_locals``)."""
+    """A size along one dimension: ``x.shape[i]``, ``x.size(i)``, ``x.numel()``, arithmetic on one, a
+    tuple or list display holding one, or a name in ``sized`` (locals bound only to those: ``_sized_locals``)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, _DIM_ARITHMETIC):
         return _is_dim_size(node.left, sized) or _is_dim_size(node.right, sized)
+    if isinstance(node, (ast.Tuple, ast.List)):  # `size=(N, N)`: a display holding one
+        return any(_is_dim_size(e, sized) for e in node.elts)
     if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
         return _is_size(node.value)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
         attr = node.func.attr
         return (attr == "size" and len(node.args) == 1) or (attr == "numel" and not node.args)
     return isinstance(node, ast.Name) and node.id in sized
+
+
+def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str]) -> frozenset[str]:
+    """Names bound only as the index of a ``for`` loop: ``i`` of ``for i in range(n)`` and of
+    ``for i, layer in enumerate(self.layers)``."""
+    counts: dict[str, int] = {}
+    found: set[str] = set()
+    for b in body_nodes:
+        for target in _targets(b):
+            for n in ast.walk(target):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+        if isinstance(b, (ast.For, ast.AsyncFor)) and isinstance(b.iter, ast.Call) and isinstance(b.iter.func, ast.Name):
+            kind, target = b.iter.func.id, b.target
+            if kind == "range" and isinstance(target, ast.Name):
+                found.add(target.id)
+            elif kind == "enumerate" and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+                found.add(target.elts[0].id)
+    return frozenset(n for n in found if counts.get(n) == 1 and n not in params)
 
 
 def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozenset[str]:
@@ -763,8 +789,10 @@ class _Summarizer:
         if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
             skipped = {id(n) for st in eager for n in ast.walk(st) if isinstance(n, ast.Call)}
             traced = [c for c in calls if id(c) not in skipped]
-        sized = _sized_locals(body_nodes, frozenset(p.name for p in params))
-        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized) for c in traced) if s is not None]
+        names = frozenset(p.name for p in params)
+        sized, indices = _sized_locals(body_nodes, names), _loop_indices(body_nodes, names)
+        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices) for c in traced)
+                 if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
         if _returns_tensor_annotation(node.returns):
             # `def scatter(...) -> Tensor`: the signature says so, whatever its body's returns are
@@ -790,7 +818,7 @@ class _Summarizer:
 
     def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str], fixed: frozenset[str] = frozenset(),
               conds: Optional[dict] = None, set_once: frozenset[str] = frozenset(),
-              sized: frozenset[str] = frozenset()) -> Optional[CallSite]:
+              sized: frozenset[str] = frozenset(), indices: frozenset[str] = frozenset()) -> Optional[CallSite]:
         func = call.func
         if isinstance(func, ast.Attribute):
             recv = func.value
@@ -824,8 +852,8 @@ class _Summarizer:
         consts = None
         if not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords):
             consts = _shared((
-                tuple(_const(a, fixed, set_once, sized) for a in call.args),
-                tuple((k.arg, _const(k.value, fixed, set_once, sized)) for k in call.keywords),
+                tuple(_const(a, fixed, set_once, sized, indices) for a in call.args),
+                tuple((k.arg, _const(k.value, fixed, set_once, sized, indices)) for k in call.keywords),
             ))
         found = (conds or {}).get(id(call), ())
         return CallSite(how, _name(target), args, kwargs, _line(call.lineno), _name(dotted(func) or ""), consts, found)
