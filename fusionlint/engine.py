@@ -266,7 +266,7 @@ class Engine:
             evidence = []
         if later:
             ctx.breaks = frozenset(id(r.node) for r in (*ctx.reports, *evidence) if unconditional_break(r))
-            for rule_cls in later if ctx.breaks else ():
+            for rule_cls in later:
                 crash = _apply_rule(rule_cls, index, ctx, eager)
                 if crash is not None:
                     crashes.append(crash)

@@ -177,7 +177,7 @@ class Rule:
     void_in_breaking_loop: ClassVar[bool] = False
     # True for a rule about what a graph break costs beyond itself (FL208): the engine runs it after
     # the others, with ``ctx.breaks`` holding the nodes where the graph-break rules (selected or not)
-    # report a break that needs no stated condition, and only when there is one
+    # report a break that needs no stated condition
     after_breaks: ClassVar[bool] = False
 
     @classmethod

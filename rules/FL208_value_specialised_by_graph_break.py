@@ -10,6 +10,7 @@ from fusionlint.analysis.context import LINE_REFS
 from fusionlint.analysis.index import FunctionInfo
 from fusionlint.rule import Effect, Invalid, Rule, module_example
 from fusionlint.analysis.every_iteration import BreakFacts
+from fusionlint.analysis.names import dotted
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.semantic.frame_split import name_events, split_points
 from fusionlint.semantic.sizes import Sizes
@@ -188,22 +189,28 @@ class ValueSpecialisedByGraphBreak(Rule):
         fn = ctx.function
         if fn is None or fn.node.body is not node:
             return
+        if not ctx.breaks and not fn.breaking_calls and fn.splits is None:
+            return  # nothing splits this function (the common case: no walk)
         breaking_nodes = _breaking_nodes(fn, ctx)
         points = split_points(fn.node, breaking_nodes)
-        if not points:
+        if not points and fn.splits is None:
             return
         sizes = Sizes(ctx)
         varying = {n: how for n, how in fn.varying.items() if n not in fn.tensor_params}
         done: set[int] = set()
         if varying:  # the function's own frame reads its arguments
+            if points:  # where it breaks, as a line of this file
+                where, refs = f"line {LINE_REFS}", (points[0][0],)
+            else:  # a call into another file breaks (the project model)
+                where, refs = fn.splits, ()
             for name, at in _first_reads(node.body, varying):
                 done.add(id(at))
                 ctx.report(
                     at,
                     f"`{name}` changes from one compiled call to the next ({varying[name]}), and `{fn.name}` "
-                    f"breaks the graph (line {LINE_REFS}), so Dynamo compiles it as a frame of its own and guards "
+                    f"breaks the graph ({where}), so Dynamo compiles it as a frame of its own and guards "
                     f"on `{name}`'s value here: {_AGAIN}",
-                    line_refs=(points[0][0],),
+                    line_refs=refs,
                     no_reason=True,
                 )
         # each frame resumed after a break that every call reaches reads what crosses it (a break in a
@@ -241,9 +248,15 @@ _SIZE_AGAIN = (
 
 def _breaking_nodes(fn: FunctionInfo, ctx) -> frozenset[int]:
     """The nodes of ``fn`` where its frame ends: a break with no stated condition, or a call of a
-    function of this file that breaks on every call (Dynamo cannot inline it)."""
+    function that breaks on every call (Dynamo cannot inline it): of this file, judged by the rules'
+    findings, or of any file, judged by the project model (``FunctionFacts.breaking_calls``)."""
+    if not ctx.breaks and not fn.breaking_calls:
+        return ctx.breaks
     facts = ctx.memo("FL208-break-facts", lambda: BreakFacts(ctx.file, ctx.breaks))
-    calls = frozenset(id(c) for c in iter_nodes(fn.node.body, (cst.Call,)) if facts.call_breaks(c, fn))
+    calls = frozenset(
+        id(c) for c in iter_nodes(fn.node.body, (cst.Call,))
+        if facts.call_breaks(c, fn) or (fn.breaking_calls and (dotted(c.func) or "") in fn.breaking_calls)
+    )
     return ctx.breaks | calls
 
 

@@ -126,3 +126,46 @@ def test_fl208_lines_are_the_guards_torch_recompiles_on(tmp_path):
             guard_lines.add(("models.py", int(match.group(1))))
     # every other recompile is an input's shape ("tensor 'x' size mismatch"), which names no line
     assert sorted(guard_lines) == EXPECTED, records
+
+
+def test_fl208_across_files(tmp_path):
+    # the helper breaks through a helper in another file (PyG's `maybe_num_nodes`, called from every
+    # conv); the caller resumes after the call in a new frame
+    root = project(tmp_path, {
+        "checks.py": HEAD + """
+            def check(x):
+                print("checked")
+                return x
+            """,
+        "utils.py": HEAD + """
+            from checks import check
+
+            def count(x, num_nodes=None):
+                if num_nodes is None:
+                    num_nodes = x.size(0)
+                return check(x) * num_nodes
+
+            def maybe(x, flag):
+                if flag:
+                    check(x)
+                return x
+            """,
+        "net.py": HEAD + """
+            from checks import check
+            from utils import count, maybe
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    n = x.size(0)
+                    y = count(x) + count(x, 8)
+                    z = maybe(x, True)
+                    return check(y).view(n, -1) + z
+            """,
+    })
+    findings = lint(root)
+    # `num_nodes` where `count`'s frame first reads it, and again in the frame resumed after `check(x)`;
+    # `n` in the frame `forward` resumes in after `count(x)`. `maybe` breaks on some calls only: nothing
+    # is said to resume after it
+    assert sorted(at(findings, "FL208")) == [("net.py", 11), ("utils.py", 6), ("utils.py", 8)]
+    in_utils = next(f for f in findings if f.code == "FL208" and (f.path, f.line) == ("utils.py", 6))
+    assert "`count` breaks the graph (line 8)" in in_utils.message

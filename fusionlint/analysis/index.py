@@ -161,6 +161,10 @@ class FunctionInfo:
     constants: dict[str, str] = field(default_factory=dict)
     # parameters whose value changes from one compiled call to another: name -> how (project model)
     varying: dict[str, str] = field(default_factory=dict)
+    # calling it breaks the graph, and where (project model: FunctionFacts.splits); the callees as
+    # written whose every call breaks (FunctionFacts.breaking_calls)
+    splits: Optional[str] = None
+    breaking_calls: frozenset[str] = frozenset()
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.semantic.bindings.bindings(node), computed lazily
 

@@ -60,6 +60,12 @@ class FunctionFacts:
     # ("'sum' at a.py:12, 'max' at b.py:40"; "a tensor size at a.py:12"). A helper that is a
     # Dynamo frame of its own (it breaks the graph) is compiled again for each value (FL208). None: none
     varying: Optional[dict[str, str]] = None
+    # calling it breaks the graph (fusionlint.project.breaks), so Dynamo runs it as a frame of its own:
+    # where ("line 48", "`coalesce` at line 209, which breaks"), None when no break is sure
+    splits: Optional[str] = None
+    splits_every_call: bool = False  # ... on every call, not only on some path
+    # callees as written whose every call breaks: the caller resumes in a new frame after each
+    breaking_calls: frozenset[str] = frozenset()
 
     @property
     def chain(self) -> str:
@@ -502,7 +508,43 @@ class _Propagation:
                     if returned is not None:
                         names = tuple(p.name for p in found[1].params)
                         self.facts[key].passthrough_calls[site.written] = (names, returned)
+        self._splits()
         return self.facts
+
+    def _splits(self) -> None:
+        """Which compiled functions break the graph when called: one with a sure break of its own, or a
+        call to one (on every call when the break and the call are on every call's path)."""
+        edges: dict[tuple[str, str], list[tuple[tuple[str, str], CallSite]]] = {}
+        for key, (summary, fn) in self.where.items():
+            facts = self.facts[key]
+            if fn.breaks:
+                facts.splits = f"line {fn.break_line}"
+                facts.splits_every_call = fn.breaks == 2
+            out = edges[key] = []
+            for site in fn.calls:
+                found = self._callee(summary, fn, site)
+                if found is not None and (found[0].path, found[1].qualname) in self.facts:
+                    out.append(((found[0].path, found[1].qualname), site))
+        for _ in range(8):  # call chains longer than this are not followed
+            changed = False
+            for key, out in edges.items():
+                facts = self.facts[key]
+                for callee, site in out:
+                    other = self.facts[callee]
+                    if other.splits is None:
+                        continue
+                    if facts.splits is None:
+                        facts.splits = f"`{site.written or site.target}` at line {site.line}, which breaks"
+                        changed = True
+                    if other.splits_every_call and site.every and not facts.splits_every_call:
+                        facts.splits_every_call = True
+                        changed = True
+            if not changed:
+                break
+        for key, out in edges.items():
+            written = frozenset(site.written for callee, site in out if site.written and self.facts[callee].splits_every_call)
+            if written:
+                self.facts[key].breaking_calls = written
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
         self.p._probe(summary, fn.qualname)

@@ -20,6 +20,7 @@ from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
+from fusionlint.project.breaks import every_call_ids, first_break
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
@@ -98,6 +99,9 @@ class CallSite:
     # the branches of the caller it sits in that test a parameter against a constant:
     # (param, "==" | "!=" | "is" | "is not", repr of the constant, True in the body / False in the else)
     conds: tuple = ()
+    # every call of the function that holds it makes this call (no branch, loop body or early return
+    # before it): a callee that breaks then splits the caller's frame here (fusionlint.project.breaks)
+    every: bool = False
 
 
 @dataclass(slots=True)
@@ -137,6 +141,10 @@ class FunctionSummary:
     # the functions defined inside this one (at any depth) that call a parameter of a function around
     # them: what a decorator returns in place of the function it takes (`def wrapper(*a): return func(*a)`)
     wrappers: tuple[str, ...] = ()
+    # a call that breaks the graph whatever its arguments (fusionlint.project.breaks): NONE, SOME_PATH or
+    # EVERY_CALL, and the line of the first one
+    breaks: int = 0
+    break_line: int = 0
 
 
 @dataclass(slots=True)
@@ -789,10 +797,13 @@ class _Summarizer:
         if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
             skipped = {id(n) for st in eager for n in ast.walk(st) if isinstance(n, ast.Call)}
             traced = [c for c in calls if id(c) not in skipped]
+        untraced = frozenset(id(st) for st in eager)
+        breaks, break_line = first_break(node.body, lambda f: resolve(f, aliases), self.out.loggers, untraced)
+        every = every_call_ids(node.body, untraced)
         names = frozenset(p.name for p in params)
         sized, indices = _sized_locals(body_nodes, names), _loop_indices(body_nodes, names)
-        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices) for c in traced)
-                 if s is not None]
+        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices, every)
+                             for c in traced) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
         if _returns_tensor_annotation(node.returns):
             # `def scatter(...) -> Tensor`: the signature says so, whatever its body's returns are
@@ -807,6 +818,7 @@ class _Summarizer:
             static, decorators, tuple(sites), frozenset(uses) or NO_NAMES, _line(node.lineno), returned,
             items, _bool_items(returns, values, body_nodes, aliases) if items is not None else frozenset(),
             tuple(tuple(_shared(values.of(r.elts[i])) for r in returns) for i in range(items[0])) if items else (),
+            breaks=breaks, break_line=_line(break_line),
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
@@ -818,7 +830,8 @@ class _Summarizer:
 
     def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str], fixed: frozenset[str] = frozenset(),
               conds: Optional[dict] = None, set_once: frozenset[str] = frozenset(),
-              sized: frozenset[str] = frozenset(), indices: frozenset[str] = frozenset()) -> Optional[CallSite]:
+              sized: frozenset[str] = frozenset(), indices: frozenset[str] = frozenset(),
+              every: frozenset[int] = frozenset()) -> Optional[CallSite]:
         func = call.func
         if isinstance(func, ast.Attribute):
             recv = func.value
@@ -856,7 +869,8 @@ class _Summarizer:
                 tuple((k.arg, _const(k.value, fixed, set_once, sized, indices)) for k in call.keywords),
             ))
         found = (conds or {}).get(id(call), ())
-        return CallSite(how, _name(target), args, kwargs, _line(call.lineno), _name(dotted(func) or ""), consts, found)
+        return CallSite(how, _name(target), args, kwargs, _line(call.lineno), _name(dotted(func) or ""), consts, found,
+                        id(call) in every)
 
     def _reference(self, call: ast.Call, values: LocalValues) -> Optional[CallSite]:
         """A function handed to a call rather than called: ``functools.partial(f, a)`` (a call of ``f``
