@@ -657,12 +657,12 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         split = after_break(ctx.function.node, frozenset({id(value)}))
         if split is None:
             return
-        for found, at, read in name_events(split[1]):
+        for found, _at, read, statement in name_events(split[1]):
             if found != name:
                 continue
             if read:
                 ctx.report(
-                    at,
+                    statement,
                     f"`{name}` holds the sparse tensor made at line {LINE_REFS}, whose creation breaks the graph: "
                     "the frame Dynamo resumes in after that break cannot take a sparse tensor as an input, so its "
                     "first read breaks again (GB0015 \"Attempted to wrap sparse Tensor\"); keep sparse tensors "

@@ -145,6 +145,16 @@ class ValueSpecialisedByGraphBreak(Rule):
             ),
             line=6,
         ),
+        # first read in an `elif` test: reported on that line (PyG's `add_remaining_self_loops`)
+        Invalid(
+            _helper(
+                "def pick(x, n=None):\n    if x.dim() == 1:\n        out = x\n    elif n is None:\n        out = x * 2\n"
+                "    else:\n        out = x * n\n    print('p')\n    return out\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        return pick(x) + pick(x, 3)\n"
+            ),
+            line=8,
+            count=1,
+        ),
         # a loop's index passed to a helper that breaks: a frame per index (big_bird's `set_attention_type`)
         Invalid(
             _helper(
@@ -222,7 +232,7 @@ class ValueSpecialisedByGraphBreak(Rule):
                 if name in varying:
                     what, again = f"it changes from one compiled call to the next: {varying[name]}", _AGAIN
                 else:
-                    tensor = sizes.of(at)
+                    tensor = sizes.of(cst.Name(name))
                     if tensor is None:
                         continue
                     what, again = f"a size of `{tensor}` taken before it", _SIZE_AGAIN
@@ -260,15 +270,20 @@ def _breaking_nodes(fn: FunctionInfo, ctx) -> frozenset[int]:
     return ctx.breaks | calls
 
 
-def _first_reads(nodes, names: Optional[dict]) -> list[tuple[str, cst.Name]]:
-    """(name, node) of each name whose first occurrence in ``nodes`` reads it (of ``names`` only, when
-    given): a name bound there first is a new value, not one that crossed into the frame."""
+def _first_reads(nodes, names: Optional[dict]) -> list[tuple[str, cst.CSTNode]]:
+    """(name, the statement or header that reads it) for each name whose first occurrence in ``nodes``
+    reads it (of ``names`` only, when given): a name bound there first is a new value, not one that
+    crossed into the frame. The statement's first line is what Dynamo names for the guard when the
+    read is an argument of a call that breaks (the recall bench: PyG's ChebConv passes `num_nodes` on the
+    third line of a `get_laplacian(...)` call, and the guard names the call's first line); passed to a
+    function Dynamo inlines, the guard is named in that function instead (torch 2.13 CPU), which this
+    line does not follow."""
     seen: set[str] = set()
     out = []
-    for name, at, read in name_events(nodes):
+    for name, _at, read, anchor in name_events(nodes):
         if name in seen or (names is not None and name not in names):
             continue
         seen.add(name)
         if read:
-            out.append((name, at))
+            out.append((name, anchor))
     return out

@@ -169,3 +169,53 @@ def test_fl208_across_files(tmp_path):
     assert sorted(at(findings, "FL208")) == [("net.py", 11), ("utils.py", 6), ("utils.py", 8)]
     in_utils = next(f for f in findings if f.code == "FL208" and (f.path, f.line) == ("utils.py", 6))
     assert "`count` breaks the graph (line 8)" in in_utils.message
+
+
+def test_which_functions_surely_break_on_cpython_ast():
+    from fusionlint.project.summary import summarize
+
+    source = HEAD + """
+import logging
+logger = logging.getLogger(__name__)
+
+
+def on_some_path(index, dim_size=None):
+    if dim_size is None:
+        dim_size = int(index.max()) + 1
+    return dim_size
+
+
+def on_every_call(mask, x):
+    if mask.all():
+        return x
+    return x * 2
+
+
+def after_a_raise_only_branch(x):
+    if x is None:
+        raise ValueError("x")
+    logger.warning("called")
+    return x
+
+
+def never(x):
+    n = int(x.shape[0])
+    if x.numel() > 0 and max(1, n) > 1:
+        return x
+    if not torch.compiler.is_compiling():
+        print("eager only")
+    return x.sum()
+
+
+def after_an_early_return(x, flag):
+    if flag:
+        return x
+    print("late")
+    return x
+"""
+    summary = summarize(source, "m.py", "m", False)
+    got = {q: (f.breaks, f.break_line) for q, f in summary.functions.items()}
+    assert got == {
+        "on_some_path": (1, 10), "on_every_call": (2, 15), "after_a_raise_only_branch": (2, 23), "never": (0, 0),
+        "after_an_early_return": (1, 39),
+    }

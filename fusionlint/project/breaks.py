@@ -4,9 +4,10 @@ The rules find graph breaks with the tensor facts, one file at a time. What anot
 know is coarser: does calling this function break the graph, so that Dynamo runs it as a frame of
 its own and resumes its caller in a new frame after the call (FL208)? That is answered here from the
 calls that break whatever their arguments are, so no tensor fact is needed: ``print``, ``warnings.warn``,
-a logger's methods, ``torch._dynamo.graph_break()``, the sparse constructors, and ``.item()``,
+a logger's methods, ``torch._dynamo.graph_break()``, the sparse constructors, ``.item()``,
 ``.tolist()``, ``.nonzero()`` (tensor-only methods, flagged unless the value is provably not a tensor:
-the README's decision policy). Calls in statements Dynamo never traces (``if not
+the README's decision policy), ``int()``/``float()``/``bool()`` of a reduction (``int(index.max())``)
+and a branch on one (``if mask.all():``, ``if x.max() > 10:``, ``torch.equal(a, b)``). Calls in statements Dynamo never traces (``if not
 torch.compiler.is_compiling():``) do not count. The answer feeds only frame splits, never a finding
 of its own; the project model (``fusionlint.project.model``) carries it along the call graph.
 """
@@ -28,37 +29,78 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 NONE, SOME_PATH, EVERY_CALL = 0, 1, 2
 
 
-def first_break(body: list[ast.stmt], resolve: Callable[[ast.expr], Optional[str]], loggers,
-                skipped: frozenset[int]) -> tuple[int, int]:
-    """(NONE / SOME_PATH / EVERY_CALL, the line of the first sure break or 0) for a function body.
-    ``skipped``: ids of the statements Dynamo never traces."""
-    every = _first(_evaluated_nodes(_every_call(body, skipped)), resolve, loggers)
-    if every:
-        return EVERY_CALL, every
-    some = _first(_all(body, skipped), resolve, loggers)
-    return (SOME_PATH, some) if some else (NONE, 0)
+def first_break(every: list[ast.AST], calls: list[ast.Call], tests: list[ast.AST],
+                resolve: Callable[[ast.expr], Optional[str]], loggers) -> tuple[int, int]:
+    """(NONE / SOME_PATH / EVERY_CALL, the line of the first sure break or 0) for a function:
+    ``every``: what every call evaluates (``every_call_nodes``); ``calls`` and ``tests`` (``if``,
+    ``while``, ``assert`` statements and conditional expressions): all those of its traced body."""
+    line = _first(every, resolve, loggers)
+    if line:
+        return EVERY_CALL, line
+    line = _first([*calls, *tests], resolve, loggers)
+    return (SOME_PATH, line) if line else (NONE, 0)
 
 
-def every_call_ids(body: list[ast.stmt], skipped: frozenset[int]) -> frozenset[int]:
-    """ids of the call nodes every call of the function evaluates."""
-    return frozenset(id(n) for n in _evaluated_nodes(_every_call(body, skipped)) if isinstance(n, ast.Call))
+def every_call_nodes(body: list[ast.stmt], skipped: frozenset[int]) -> list[ast.AST]:
+    """What every call of the function evaluates, in order (ids in ``skipped``: statements Dynamo
+    never traces)."""
+    return list(_evaluated_nodes(_every_call(body, skipped)))
 
 
-def _first(nodes: Iterator[ast.AST], resolve, loggers) -> int:
+def _first(nodes, resolve, loggers) -> int:
     """The smallest line of a sure break among ``nodes`` (0: none)."""
-    lines = [n.lineno for n in nodes if isinstance(n, ast.Call) and _breaks(n, resolve, loggers)]
+    lines = []
+    for n in nodes:
+        if isinstance(n, ast.Call) and _breaks(n, resolve, loggers):
+            lines.append(n.lineno)
+        elif isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) and _breaking_test(n.test):
+            lines.append(n.test.lineno)
     return min(lines, default=0)
 
 
 def _breaks(call: ast.Call, resolve, loggers) -> bool:
     func = call.func
-    if resolve(func) in SURE_CALLS:
+    qual = resolve(func)
+    if qual in SURE_CALLS:
         return True
+    if qual in _CONVERSIONS and len(call.args) == 1 and not call.keywords:
+        return _reduction(call.args[0])  # `int(index.max())`: PyG's most common break
     if isinstance(func, ast.Attribute):
         if func.attr in SURE_METHODS and not call.args:
             return True
         return isinstance(func.value, ast.Name) and func.value.id in loggers
     return False
+
+
+def _reduction(node: ast.expr) -> bool:
+    """``x.max()``, ``x.sum()``, ``(a == b).all()``, ... plus arithmetic on one: methods no Python
+    number, list or string has, whose value depends on the tensor's data."""
+    if isinstance(node, ast.BinOp):
+        return _reduction(node.left) or _reduction(node.right)
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _REDUCTIONS
+        and not isinstance(node.func.value, ast.Constant)
+    )
+
+
+def _breaking_test(test: ast.expr) -> bool:
+    """A branch test on a tensor's data: ``if mask.all():``, ``if x.max() > 10:``, ``not x.any()``,
+    ``torch.equal(a, b)`` (FL102: Dynamo cannot branch on a tensor's value)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _breaking_test(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return _breaking_test(test.values[0])
+    if isinstance(test, ast.Compare):
+        return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops) and (
+            _reduction(test.left) or any(_reduction(c) for c in test.comparators)
+        )
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "equal":
+        return isinstance(test.func.value, ast.Name) and test.func.value.id == "torch"
+    return _reduction(test)
+
+
+_CONVERSIONS = frozenset({"int", "float", "bool"})
+_REDUCTIONS = frozenset({"max", "min", "sum", "mean", "prod", "any", "all", "argmax", "argmin", "norm", "std", "var"})
 
 
 def _every_call(body: list[ast.stmt], skipped: frozenset[int]) -> Iterator[ast.AST]:
@@ -68,6 +110,7 @@ def _every_call(body: list[ast.stmt], skipped: frozenset[int]) -> Iterator[ast.A
         if isinstance(stmt, _SCOPES) or id(stmt) in skipped:
             continue
         if isinstance(stmt, (ast.If, ast.While)):
+            yield stmt  # not expanded: what decides whether its test breaks
             yield stmt.test
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             yield stmt.iter
@@ -83,12 +126,6 @@ def _every_call(body: list[ast.stmt], skipped: frozenset[int]) -> Iterator[ast.A
             continue
         if any(isinstance(n, ast.Return) for n in _walk(stmt)):
             return
-
-
-def _all(body: list[ast.stmt], skipped: frozenset[int]) -> Iterator[ast.AST]:
-    for stmt in body:
-        if not isinstance(stmt, _SCOPES) and id(stmt) not in skipped:
-            yield from _walk(stmt, skipped)
 
 
 def _walk(node: ast.AST, skipped: frozenset[int] = frozenset()) -> Iterator[ast.AST]:

@@ -20,7 +20,7 @@ from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
-from fusionlint.project.breaks import every_call_ids, first_break
+from fusionlint.project.breaks import every_call_nodes, first_break
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
@@ -540,6 +540,10 @@ def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozense
                 if isinstance(target, ast.Name):
                     values.setdefault(target.id, []).append(b.value)
                     continue
+                if _pairs(target, b.value):  # `N, H = x.size(0), self.heads`: element by element
+                    for element, value in zip(target.elts, b.value.elts):
+                        values.setdefault(element.id, []).append(value)
+                    continue
                 whole = isinstance(target, (ast.Tuple, ast.List)) and _is_size(b.value)
                 for n in ast.walk(target):
                     if isinstance(n, ast.Name):  # an element of `B, C, H, W = x.shape` is a size
@@ -560,6 +564,15 @@ def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozense
 
 
 _A_DIM = object()  # an element of an unpacked shape
+
+
+def _pairs(target: ast.expr, value: ast.expr) -> bool:
+    """``a, b = x, y``: a tuple of plain names bound to a display of as many plain values."""
+    return (
+        isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts) and all(isinstance(e, ast.Name) for e in target.elts)
+        and not any(isinstance(e, ast.Starred) for e in value.elts)
+    )
 
 
 def _surely_not_none(node: ast.expr) -> bool:
@@ -753,6 +766,7 @@ class _Summarizer:
         static = "staticmethod" in decorators
         body_nodes: list[ast.AST] = []
         calls: list[ast.Call] = []
+        tests: list[ast.AST] = []  # `if`/`while`/`assert` and conditional expressions: breaks on a tensor's data
         returns: list[ast.expr] = []
         uses: set[str] = set()
         nested: list = []
@@ -777,6 +791,8 @@ class _Summarizer:
                 self._import(n)
             elif isinstance(n, ast.Return) and n.value is not None:
                 returns.append(n.value)
+            elif isinstance(n, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+                tests.append(n)
             stack.extend(child_nodes(n))
         names = [p.name for p in params] + ([args.vararg.arg] if args.vararg else [])
         values = function_values(node, names, aliases, body_nodes)
@@ -797,9 +813,13 @@ class _Summarizer:
         if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
             skipped = {id(n) for st in eager for n in ast.walk(st) if isinstance(n, ast.Call)}
             traced = [c for c in calls if id(c) not in skipped]
-        untraced = frozenset(id(st) for st in eager)
-        breaks, break_line = first_break(node.body, lambda f: resolve(f, aliases), self.out.loggers, untraced)
-        every = every_call_ids(node.body, untraced)
+        traced_tests = tests
+        if eager:
+            inside = {id(n) for st in eager for n in ast.walk(st)}
+            traced_tests = [t for t in tests if id(t) not in inside]
+        every_nodes = every_call_nodes(node.body, frozenset(id(st) for st in eager))
+        every = frozenset(id(n) for n in every_nodes if isinstance(n, ast.Call))
+        breaks, break_line = first_break(every_nodes, traced, traced_tests, lambda f: resolve(f, aliases), self.out.loggers)
         names = frozenset(p.name for p in params)
         sized, indices = _sized_locals(body_nodes, names), _loop_indices(body_nodes, names)
         sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices, every)

@@ -49,28 +49,42 @@ def split_points(fn: cst.FunctionDef, breaks: frozenset[int],
     return out
 
 
-def _after(statements, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+def _after(statements, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, list]]:
     for i, stmt in enumerate(statements):
         if isinstance(stmt, _NESTED_SCOPES):
             continue
         rest = list(statements[i + 1:])
         if isinstance(stmt, cst.SimpleStatementLine):
-            order = list(_preorder([stmt]))
-            hit = next((k for k, n in enumerate(order) if id(n) in breaks), None)
-            if hit is None:
-                continue
-            breaking = order[hit]
-            inside = {id(n) for n in _preorder([breaking])}
-            return breaking, [n for n in order[hit + 1:] if id(n) not in inside] + rest
+            for k, small in enumerate(stmt.body):
+                found = _rest_of(small, breaks)
+                if found is not None:
+                    breaking, tail = found
+                    # what the statement evaluates after the break, then the statements after it
+                    return breaking, [(n, small) for n in tail] + list(stmt.body[k + 1:]) + rest
+            continue
         header = _header(stmt)
-        order = list(_preorder(header))
-        hit = next((n for n in order if id(n) in breaks), None)
+        hit = next((n for n in _preorder(header) if id(n) in breaks), None)
         if hit is not None:
             return hit, [stmt] + rest
         for block in _blocks(stmt):
             inner = _after(block.body, breaks)
             if inner is not None:
                 return inner[0], inner[1] + rest
+    return None
+
+
+def _rest_of(node: cst.CSTNode, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+    """(the first node in ``breaks`` within ``node``; the subtrees of ``node`` after it, in source
+    order), or None."""
+    if id(node) in breaks:
+        return node, []
+    if isinstance(node, _NESTED_SCOPES):
+        return None
+    kids = children(node)
+    for j, kid in enumerate(kids):
+        found = _rest_of(kid, breaks)
+        if found is not None:
+            return found[0], found[1] + list(kids[j + 1:])
     return None
 
 
@@ -137,56 +151,89 @@ def _preorder(nodes: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
             stack.extend(reversed(children(node)))
 
 
-def name_events(nodes: Iterable[cst.CSTNode]) -> Iterator[tuple[str, cst.Name, bool]]:
-    """(name, its node, True for a read / False for a binding) for the plain names of ``nodes``, in the
-    order Python evaluates them: an assignment's value before its targets, ``x += 1`` reads ``x``
-    before binding it. An attribute's name (``.n``) and a keyword (``f(n=1)``) are not names."""
-    for node in nodes:
-        yield from _events(node)
+def name_events(items: Iterable) -> Iterator[tuple[str, cst.Name, bool, cst.CSTNode]]:
+    """(name, its node, True for a read / False for a binding, the statement or header holding it) for
+    the plain names of ``items`` (nodes, or (node, the statement holding it) pairs), in the order Python
+    evaluates them: an assignment's value before its targets, ``x += 1`` reads ``x`` before binding it.
+    An attribute's name (``.n``) and a keyword (``f(n=1)``) are not names. The holder is a small
+    statement or a compound statement's header (an ``if`` test): the line Dynamo names for a guard on
+    a value the statement reads."""
+    for item in items:
+        node, anchor = item if isinstance(item, tuple) else (item, None)
+        yield from _statement_events(node, anchor)
 
 
-def _events(node: cst.CSTNode) -> Iterator[tuple[str, cst.Name, bool]]:
+def _statement_events(node: cst.CSTNode, anchor: Optional[cst.CSTNode]):
+    if isinstance(node, cst.SimpleStatementLine):
+        for small in node.body:
+            yield from _events(small, small)
+    elif isinstance(node, cst.BaseCompoundStatement) and not isinstance(node, _NESTED_SCOPES):
+        if isinstance(node, cst.For):
+            yield from _events(node.iter, node.iter)
+            yield from _stores(node.target, node.iter)
+        else:
+            for part in _header(node):
+                yield from _events(part, part)
+        if isinstance(node, cst.If):  # an `elif` is a statement of its own, with a test of its own
+            for stmt in node.body.body:
+                yield from _statement_events(stmt, None)
+            if isinstance(node.orelse, cst.If):
+                yield from _statement_events(node.orelse, None)
+            elif node.orelse is not None:
+                for stmt in node.orelse.body.body:
+                    yield from _statement_events(stmt, None)
+            return
+        for block in _blocks(node):
+            for stmt in block.body:
+                yield from _statement_events(stmt, None)
+    elif isinstance(node, cst.BaseSmallStatement):
+        yield from _events(node, node)
+    else:
+        yield from _events(node, anchor if anchor is not None else node)
+
+
+def _events(node: cst.CSTNode, anchor: cst.CSTNode) -> Iterator[tuple[str, cst.Name, bool, cst.CSTNode]]:
     if isinstance(node, cst.Name):
-        yield node.value, node, True
+        yield node.value, node, True, anchor
     elif isinstance(node, _NESTED_SCOPES):
         return
     elif isinstance(node, cst.Attribute):
-        yield from _events(node.value)
+        yield from _events(node.value, anchor)
     elif isinstance(node, cst.Arg):
-        yield from _events(node.value)
+        yield from _events(node.value, anchor)
+    elif isinstance(node, cst.WithItem):
+        yield from _events(node.item, anchor)
+        if node.asname is not None:
+            yield from _stores(node.asname.name, anchor)
     elif isinstance(node, cst.Assign):
-        yield from _events(node.value)
+        yield from _events(node.value, anchor)
         for target in node.targets:
-            yield from _stores(target.target)
+            yield from _stores(target.target, anchor)
     elif isinstance(node, cst.AnnAssign):
         if node.value is not None:
-            yield from _events(node.value)
-            yield from _stores(node.target)
+            yield from _events(node.value, anchor)
+            yield from _stores(node.target, anchor)
     elif isinstance(node, cst.AugAssign):
-        yield from _events(node.value)
-        yield from _events(node.target)
-        yield from _stores(node.target)
+        yield from _events(node.value, anchor)
+        yield from _events(node.target, anchor)
+        yield from _stores(node.target, anchor)
     elif isinstance(node, cst.NamedExpr):
-        yield from _events(node.value)
-        yield from _stores(node.target)
-    elif isinstance(node, cst.For):
-        yield from _events(node.iter)
-        yield from _stores(node.target)
-        for child in (node.body, node.orelse):
-            if child is not None:
-                yield from _events(child)
+        yield from _events(node.value, anchor)
+        yield from _stores(node.target, anchor)
+    elif isinstance(node, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+        yield from _statement_events(node, None)
     else:
         for child in children(node):
-            yield from _events(child)
+            yield from _events(child, anchor)
 
 
-def _stores(target: cst.CSTNode) -> Iterator[tuple[str, cst.Name, bool]]:
+def _stores(target: cst.CSTNode, anchor: cst.CSTNode) -> Iterator[tuple[str, cst.Name, bool, cst.CSTNode]]:
     if isinstance(target, cst.Name):
-        yield target.value, target, False
+        yield target.value, target, False, anchor
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
-            yield from _stores(element.value)
+            yield from _stores(element.value, anchor)
     elif isinstance(target, cst.StarredElement):
-        yield from _stores(target.value)
+        yield from _stores(target.value, anchor)
     else:  # `a[i] = v`, `a.b = v`: reads `a` and `i`
-        yield from _events(target)
+        yield from _events(target, anchor)
