@@ -213,8 +213,8 @@ class ValueSpecialisedByGraphBreak(Rule):
                 where, refs = f"line {LINE_REFS}", (points[0][0],)
             else:  # a call into another file breaks (the project model)
                 where, refs = fn.splits, ()
-            for name, at in _first_reads(node.body, varying):
-                done.add(id(at))
+            for name, read, at in _first_reads(node.body, varying):
+                done.add(id(read))
                 ctx.report(
                     at,
                     f"`{name}` changes from one compiled call to the next ({varying[name]}), and `{fn.name}` "
@@ -226,8 +226,8 @@ class ValueSpecialisedByGraphBreak(Rule):
         # each frame resumed after a break that every call reaches reads what crosses it (a break in a
         # branch resumes only on the calls that take it)
         for breaking, after in split_points(fn.node, breaking_nodes, every_call=True):
-            for name, at in _first_reads(after, None):
-                if id(at) in done:
+            for name, read, at in _first_reads(after, None):
+                if id(read) in done:
                     continue
                 if name in varying:
                     what, again = f"it changes from one compiled call to the next: {varying[name]}", _AGAIN
@@ -236,7 +236,7 @@ class ValueSpecialisedByGraphBreak(Rule):
                     if tensor is None:
                         continue
                     what, again = f"a size of `{tensor}` taken before it", _SIZE_AGAIN
-                done.add(id(at))
+                done.add(id(read))
                 ctx.report(
                     at,
                     f"`{name}` ({what}) crosses the graph break at line {LINE_REFS}: the frame Dynamo resumes in "
@@ -270,20 +270,16 @@ def _breaking_nodes(fn: FunctionInfo, ctx) -> frozenset[int]:
     return ctx.breaks | calls
 
 
-def _first_reads(nodes, names: Optional[dict]) -> list[tuple[str, cst.CSTNode]]:
-    """(name, the statement or header that reads it) for each name whose first occurrence in ``nodes``
-    reads it (of ``names`` only, when given): a name bound there first is a new value, not one that
-    crossed into the frame. The statement's first line is what Dynamo names for the guard when the
-    read is an argument of a call that breaks (the recall bench: PyG's ChebConv passes `num_nodes` on the
-    third line of a `get_laplacian(...)` call, and the guard names the call's first line); passed to a
-    function Dynamo inlines, the guard is named in that function instead (torch 2.13 CPU), which this
-    line does not follow."""
+def _first_reads(nodes, names: Optional[dict]) -> list[tuple[str, cst.Name, cst.CSTNode]]:
+    """(name, the read, where its value is used: ``name_events``) for each name whose first occurrence in
+    ``nodes`` reads it (of ``names`` only, when given): a name bound there first is a new value, not
+    one that crossed into the frame."""
     seen: set[str] = set()
     out = []
-    for name, _at, read, anchor in name_events(nodes):
+    for name, at, read, anchor in name_events(nodes):
         if name in seen or (names is not None and name not in names):
             continue
         seen.add(name)
         if read:
-            out.append((name, anchor))
+            out.append((name, at, anchor))
     return out

@@ -56,11 +56,11 @@ def _after(statements, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, li
         rest = list(statements[i + 1:])
         if isinstance(stmt, cst.SimpleStatementLine):
             for k, small in enumerate(stmt.body):
-                found = _rest_of(small, breaks)
+                found = _rest_of(small, breaks, small)
                 if found is not None:
                     breaking, tail = found
                     # what the statement evaluates after the break, then the statements after it
-                    return breaking, [(n, small) for n in tail] + list(stmt.body[k + 1:]) + rest
+                    return breaking, tail + list(stmt.body[k + 1:]) + rest
             continue
         header = _header(stmt)
         hit = next((n for n in _preorder(header) if id(n) in breaks), None)
@@ -73,18 +73,19 @@ def _after(statements, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, li
     return None
 
 
-def _rest_of(node: cst.CSTNode, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, list[cst.CSTNode]]]:
+def _rest_of(node: cst.CSTNode, breaks: frozenset[int], anchor: Optional[cst.CSTNode] = None):
     """(the first node in ``breaks`` within ``node``; the subtrees of ``node`` after it, in source
-    order), or None."""
+    order, each with the innermost consuming expression around it, else ``anchor``), or None."""
     if id(node) in breaks:
         return node, []
     if isinstance(node, _NESTED_SCOPES):
         return None
+    inner = node if isinstance(node, _CONSUMERS) else anchor
     kids = children(node)
     for j, kid in enumerate(kids):
-        found = _rest_of(kid, breaks)
+        found = _rest_of(kid, breaks, inner)
         if found is not None:
-            return found[0], found[1] + list(kids[j + 1:])
+            return found[0], found[1] + [(k, inner) for k in kids[j + 1:]]
     return None
 
 
@@ -152,12 +153,15 @@ def _preorder(nodes: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
 
 
 def name_events(items: Iterable) -> Iterator[tuple[str, cst.Name, bool, cst.CSTNode]]:
-    """(name, its node, True for a read / False for a binding, the statement or header holding it) for
-    the plain names of ``items`` (nodes, or (node, the statement holding it) pairs), in the order Python
-    evaluates them: an assignment's value before its targets, ``x += 1`` reads ``x`` before binding it.
-    An attribute's name (``.n``) and a keyword (``f(n=1)``) are not names. The holder is a small
-    statement or a compound statement's header (an ``if`` test): the line Dynamo names for a guard on
-    a value the statement reads."""
+    """(name, its node, True for a read / False for a binding, where the read is used) for the plain
+    names of ``items`` (nodes, or (node, the statement holding it) pairs), in the order Python evaluates
+    them: an assignment's value before its targets, ``x += 1`` reads ``x`` before binding it. An
+    attribute's name (``.n``) and a keyword (``f(n=1)``) are not names. Where a read is used is the
+    innermost call, operation, comparison or subscript around it, else its statement or header: the
+    line Dynamo names for a guard on the value (a local is wrapped when an operation needs it: in the
+    recall bench, PyG's ChebConv passes `num_nodes` on the third line of a call that breaks and the
+    guard names the call's first line; JetMoE's `bsz * length` on the second line of a call names
+    that line)."""
     for item in items:
         node, anchor = item if isinstance(item, tuple) else (item, None)
         yield from _statement_events(node, anchor)
@@ -192,11 +196,18 @@ def _statement_events(node: cst.CSTNode, anchor: Optional[cst.CSTNode]):
         yield from _events(node, anchor if anchor is not None else node)
 
 
+# expressions that consume their operands' values: a read's guard is named at the innermost one around it
+_CONSUMERS = (cst.Call, cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.BooleanOperation, cst.Subscript)
+
+
 def _events(node: cst.CSTNode, anchor: cst.CSTNode) -> Iterator[tuple[str, cst.Name, bool, cst.CSTNode]]:
     if isinstance(node, cst.Name):
         yield node.value, node, True, anchor
     elif isinstance(node, _NESTED_SCOPES):
         return
+    elif isinstance(node, _CONSUMERS):
+        for child in children(node):
+            yield from _events(child, node)
     elif isinstance(node, cst.Attribute):
         yield from _events(node.value, anchor)
     elif isinstance(node, cst.Arg):
