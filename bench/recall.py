@@ -422,6 +422,8 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
         f"- {f.path}:{f.line} {f.code}" + (f" (states: {cond})" if (cond := recall_match.stated_condition(f.message)) else "")
         for f in sorted(default.unconfirmed, key=lambda f: (f.path, f.line))
     ]
+    out += ["", "## Recompile findings on executed lines where no failed guard was recorded (default rules)", ""]
+    out += [f"- {f.path}:{f.line} {f.code}" for f in sorted(default.unconfirmed_recompiles, key=lambda f: (f.path, f.line))]
     out += _conditional_section(conditional, default, every, raw, default_findings)
     if failed:
         out += ["", "## Models skipped (failed to build or run)", ""]

@@ -191,9 +191,13 @@ class Score:
     recompile_span: int = 0
     executed_break_findings: int = 0
     executed_break_findings_real: int = 0
+    executed_recompile_findings: int = 0
+    executed_recompile_findings_real: int = 0
     hits: dict = field(default_factory=dict)
     # graph-break findings on executed lines where no break was recorded (what precision counts against)
     unconfirmed: list = field(default_factory=list)
+    # recompile findings on executed lines where no failed guard was recorded
+    unconfirmed_recompiles: list = field(default_factory=list)
 
     def table(self) -> list[tuple[str, int, int]]:
         return [
@@ -205,6 +209,13 @@ class Score:
                 "precision: graph-break findings on executed lines that are real",
                 self.executed_break_findings_real,
                 self.executed_break_findings,
+            ),
+            (
+                # Dynamo names only the guards that failed first (an input's size mismatch hides a value
+                # guard behind it): a lower bound
+                "recompile findings on executed lines where a failed guard was recorded (a lower bound)",
+                self.executed_recompile_findings_real,
+                self.executed_recompile_findings,
             ),
         ]
 
@@ -254,7 +265,13 @@ def score(
         s.recompile_span += verdict != "miss"
         s.hits[("recompile", *site)] = (verdict, codes)
     real = set(break_sites)
+    guards = set(recompile_causes)
     for f in findings:
+        if "recompile" in f.effects and f.line in executed.get(f.path, ()):
+            s.executed_recompile_findings += 1
+            s.executed_recompile_findings_real += (f.path, f.line) in guards
+            if (f.path, f.line) not in guards:
+                s.unconfirmed_recompiles.append(f)
         if "graph-break" in f.effects and f.line in executed.get(f.path, ()):
             s.executed_break_findings += 1
             s.executed_break_findings_real += (f.path, f.line) in real

@@ -93,17 +93,19 @@ def test_score_counts_recall_and_precision_on_executed_lines():
         _f("a.py", 10, 10),  # real break, executed
         _f("a.py", 40, 40),  # executed, no break recorded there: a false positive
         _f("a.py", 50, 50),  # never executed: not judged
-        _f("a.py", 30, 30, "FL201", ("recompile",)),
+        _f("a.py", 30, 30, "FL201", ("recompile",)),  # executed, its guard recorded
+        _f("a.py", 35, 35, "FL208", ("recompile",)),  # executed, no guard recorded there
     ]
     s = rm.score(
         break_sites=[("a.py", 10), ("a.py", 11), ("a.py", 10)],
         recompile_causes=[("a.py", 30), ("a.py", 31)],
-        executed={"a.py": {10, 11, 40}},
+        executed={"a.py": {10, 11, 30, 35, 40}},
         findings=findings,
     )
     assert (s.break_exact, s.break_sites) == (1, 2)
     assert (s.recompile_exact, s.recompile_causes) == (1, 2)
     assert (s.executed_break_findings_real, s.executed_break_findings) == (1, 2)
+    assert (s.executed_recompile_findings_real, s.executed_recompile_findings) == (1, 2)
     assert [(f.path, f.line) for f in s.unconfirmed] == [("a.py", 40)]  # listed in the report
     assert s.hits[("break", "a.py", 11)] == ("miss", [])
 
