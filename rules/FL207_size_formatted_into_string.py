@@ -189,6 +189,8 @@ class SizeFormattedIntoString(Rule):
             line=11,
         ),
         Invalid(_fwd("        n = x.numel()\n        tag = \"n=%s\" % (n,)\n        return x * 2\n"), line=8),
+        # a size unpacked from a display, element by element (PyG's `N, H, C = x.size(0), self.heads, ...`)
+        Invalid(_fwd("        n, c = x.size(0), 4\n        msg = f\"{n} rows of {c}\"\n        return x * 2\n"), line=8, count=1),
     ]
 
     def visit_FormattedString(self, node: cst.FormattedString, ctx) -> None:

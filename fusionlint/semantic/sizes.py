@@ -28,7 +28,7 @@ class Sizes:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         fn = ctx.function
-        self.unpacked: dict[str, list[cst.BaseExpression]] = {}
+        self.unpacked: dict[str, list] = {}
         if fn is not None:
             self.unpacked = ctx.memo(("sizes-unpacked", id(fn.node)), lambda: _unpacked_from(fn.node))
 
@@ -59,7 +59,10 @@ class Sizes:
         for value in values:
             if value is None:  # unpacking, a parameter, `+=`, `for`: only `a, b = x.shape` is known
                 shape = next(shapes, None)
-                found = self._whole_shape(shape) if shape is not None else None
+                if isinstance(shape, _Paired):  # `N, H = x.size(0), self.heads`: N's own element
+                    found = self.of(shape.element, depth + 1)
+                else:
+                    found = self._whole_shape(shape) if shape is not None else None
             else:
                 found = self.of(value, depth + 1)
             if found is None:
@@ -92,12 +95,32 @@ class Sizes:
         return self.ctx.code(expr).strip()
 
 
-def _unpacked_from(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
-    """name -> the right-hand sides of ``a, b, c = <value>`` statements binding it, in source order."""
-    found: dict[str, list[cst.BaseExpression]] = {}
+class _Paired:
+    """The element of a display that unpacking binds to one name (``N`` of ``N, H = x.size(0), h``)."""
+
+    __slots__ = ("element",)
+
+    def __init__(self, element: cst.BaseExpression) -> None:
+        self.element = element
+
+
+def _unpacked_from(fn: cst.FunctionDef) -> dict[str, list]:
+    """name -> the right-hand sides of ``a, b, c = <value>`` statements binding it, in source order (for
+    a display of as many plain elements as plain names, the name's own element, as ``_Paired``)."""
+    found: dict[str, list] = {}
     for node in iter_nodes(fn.body, (cst.Assign,)):
         for target in node.targets:
-            if isinstance(target.target, (cst.Tuple, cst.List)):
-                for name in target_names(target.target):
-                    found.setdefault(name, []).append(node.value)
+            t, value = target.target, node.value
+            if not isinstance(t, (cst.Tuple, cst.List)):
+                continue
+            if (
+                isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(t.elements)
+                and all(isinstance(e.value, cst.Name) for e in t.elements)
+                and not any(isinstance(e, cst.StarredElement) for e in (*t.elements, *value.elements))
+            ):
+                for e, v in zip(t.elements, value.elements):
+                    found.setdefault(e.value.value, []).append(_Paired(v.value))
+                continue
+            for name in target_names(t):
+                found.setdefault(name, []).append(value)
     return found
