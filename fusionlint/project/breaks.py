@@ -15,7 +15,8 @@ of its own; the project model (``fusionlint.project.model``) carries it along th
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
+
 
 SURE_CALLS = frozenset(
     {"print", "breakpoint", "pdb.set_trace", "warnings.warn", "torch._dynamo.graph_break",
@@ -24,42 +25,80 @@ SURE_CALLS = frozenset(
 )
 SURE_METHODS = frozenset({"item", "tolist", "nonzero"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 NONE, SOME_PATH, EVERY_CALL = 0, 1, 2
 
 
-def first_break(every: list[ast.AST], calls: list[ast.Call], tests: list[ast.AST],
+def first_break(every: frozenset[int], calls: list[ast.Call], tests: list[ast.AST], spans: list[tuple[int, int]],
                 resolve: Callable[[ast.expr], Optional[str]], loggers) -> tuple[int, int]:
-    """(NONE / SOME_PATH / EVERY_CALL, the line of the first sure break or 0) for a function:
-    ``every``: what every call evaluates (``every_call_nodes``); ``calls`` and ``tests`` (``if``,
-    ``while``, ``assert`` statements and conditional expressions): all those of its traced body."""
-    line = _first(every, resolve, loggers)
-    if line:
-        return EVERY_CALL, line
-    line = _first([*calls, *tests], resolve, loggers)
-    return (SOME_PATH, line) if line else (NONE, 0)
+    """(NONE / SOME_PATH / EVERY_CALL, the line of the first sure break or 0) for a function: ``calls``
+    and ``tests`` (``if``, ``while``, ``assert`` statements and conditional expressions) of its traced
+    body, ``every`` the ids of the calls every call of the function makes, ``spans`` its every-call
+    lines (``every_call_spans``)."""
+    breaking = [c.lineno for c in calls if _breaks(c, resolve, loggers)]
+    tested = [t.test.lineno for t in tests if _breaking_test(t.test)]
+    if not breaking and not tested:
+        return NONE, 0
+    sure = [c.lineno for c in calls if id(c) in every and _breaks(c, resolve, loggers)]
+    sure += [line for line in tested if on_spans(line, spans)]
+    if sure:
+        return EVERY_CALL, min(sure)
+    return SOME_PATH, min(breaking + tested)
 
 
-def every_call_nodes(body: list[ast.stmt], skipped: frozenset[int]) -> list[ast.AST]:
-    """What every call of the function evaluates, in order (ids in ``skipped``: statements Dynamo
-    never traces)."""
-    return list(_evaluated_nodes(_every_call(body, skipped)))
+def every_call_spans(body: list[ast.stmt], skipped: frozenset[int], return_lines: list[int]) -> list[tuple[int, int]]:
+    """The line spans every call of the function runs (ids in ``skipped``: statements Dynamo never
+    traces; ``return_lines``: the lines of the function's own ``return`` statements): its statements
+    up to the first ``return`` or a compound statement holding one, of a compound statement only its
+    header (an ``if`` test, a loop's iterable; a ``with`` statement's items and body), a branch that
+    only raises not counted as an exit. By lines, not nodes (a second walk of every body cost a fifth
+    of the summaries): a conditional expression's arms and a comprehension's body on such a line count
+    as run."""
+    spans: list[tuple[int, int]] = []
+    _spans(body, skipped, return_lines, spans)
+    return spans
 
 
-def _first(nodes, resolve, loggers) -> int:
-    """The smallest line of a sure break among ``nodes`` (0: none)."""
-    lines = []
-    for n in nodes:
-        if isinstance(n, ast.Call) and _breaks(n, resolve, loggers):
-            lines.append(n.lineno)
-        elif isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) and _breaking_test(n.test):
-            lines.append(n.test.lineno)
-    return min(lines, default=0)
+def _spans(body, skipped, return_lines, out: list) -> bool:
+    """Append the spans of ``body`` to ``out``; False once a statement may leave the function."""
+    for stmt in body:
+        if isinstance(stmt, _SCOPES) or id(stmt) in skipped:
+            continue
+        if isinstance(stmt, (ast.If, ast.While)):
+            out.append(_span(stmt.test))
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            out.append(_span(stmt.iter))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            out.extend(_span(item.context_expr) for item in stmt.items)
+            if not _spans(stmt.body, skipped, return_lines, out):
+                return False
+        elif isinstance(stmt, (ast.Try, ast.Match)) or type(stmt).__name__ == "TryStar":
+            return False
+        else:
+            out.append(_span(stmt))
+            if isinstance(stmt, ast.Return):
+                return False
+            continue
+        end = stmt.end_lineno or stmt.lineno
+        if any(stmt.lineno <= line <= end for line in return_lines):  # it holds a `return`
+            return False
+    return True
+
+
+def _span(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.end_lineno or node.lineno
+
+
+def on_spans(line: int, spans: list[tuple[int, int]]) -> bool:
+    return any(a <= line <= b for a, b in spans)
 
 
 def _breaks(call: ast.Call, resolve, loggers) -> bool:
     func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if last is None or (last not in _LAST_NAMES and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                                         and func.value.id in loggers)):
+        return False  # most calls: no name of the tables (resolving every call's name cost a tenth of a summary)
     qual = resolve(func)
     if qual in SURE_CALLS:
         return True
@@ -100,62 +139,8 @@ def _breaking_test(test: ast.expr) -> bool:
 
 
 _CONVERSIONS = frozenset({"int", "float", "bool"})
+# the last names of everything above: what a call must end with to be looked at further
+_LAST_NAMES = frozenset({q.rsplit(".", 1)[-1] for q in SURE_CALLS} | SURE_METHODS | _CONVERSIONS)
 _REDUCTIONS = frozenset({"max", "min", "sum", "mean", "prod", "any", "all", "argmax", "argmin", "norm", "std", "var"})
 
 
-def _every_call(body: list[ast.stmt], skipped: frozenset[int]) -> Iterator[ast.AST]:
-    """The statements and compound-statement headers every call runs, up to the first ``return``
-    or a compound statement holding one (a branch that only raises does not end it)."""
-    for stmt in body:
-        if isinstance(stmt, _SCOPES) or id(stmt) in skipped:
-            continue
-        if isinstance(stmt, (ast.If, ast.While)):
-            yield stmt  # not expanded: what decides whether its test breaks
-            yield stmt.test
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            yield stmt.iter
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            yield from (item.context_expr for item in stmt.items)
-            yield from _every_call(stmt.body, skipped)
-        elif isinstance(stmt, (ast.Try, ast.Match)) or type(stmt).__name__ == "TryStar":
-            return
-        else:
-            yield stmt
-            if isinstance(stmt, ast.Return):
-                return
-            continue
-        if any(isinstance(n, ast.Return) for n in _walk(stmt)):
-            return
-
-
-def _walk(node: ast.AST, skipped: frozenset[int] = frozenset()) -> Iterator[ast.AST]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, _SCOPES) or id(n) in skipped:
-            continue
-        yield n
-        stack.extend(ast.iter_child_nodes(n))
-
-
-def _evaluated_nodes(nodes: Iterator[ast.AST]) -> Iterator[ast.AST]:
-    """Each node and what evaluating it always evaluates, in order: not the branches of ``a if c else
-    b``, the right operand of ``and``/``or``, a comprehension's body or a lambda."""
-    for node in nodes:
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, _SCOPES):
-                continue
-            yield n
-            if isinstance(n, ast.IfExp):
-                stack.append(n.test)
-            elif isinstance(n, ast.BoolOp):
-                stack.append(n.values[0])
-            elif isinstance(n, _COMPREHENSIONS):
-                stack.append(n.generators[0].iter)
-            elif isinstance(n, (ast.stmt,)) and not isinstance(n, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign,
-                                                                   ast.Return, ast.Assert, ast.Raise, ast.Delete)):
-                continue  # a compound statement's blocks are not all run (headers come one by one)
-            else:
-                stack.extend(reversed(list(ast.iter_child_nodes(n))))

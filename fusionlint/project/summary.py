@@ -20,7 +20,7 @@ from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
-from fusionlint.project.breaks import every_call_nodes, first_break
+from fusionlint.project.breaks import every_call_spans, first_break, on_spans
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
@@ -511,23 +511,18 @@ def _is_dim_size(node: ast.expr, sized: frozenset[str] = frozenset()) -> bool:
     return isinstance(node, ast.Name) and node.id in sized
 
 
-def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str]) -> frozenset[str]:
-    """Names bound only as the index of a ``for`` loop: ``i`` of ``for i in range(n)`` and of
-    ``for i, layer in enumerate(self.layers)``."""
-    counts: dict[str, int] = {}
+def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str], bound: dict[str, int]) -> frozenset[str]:
+    """Names bound only as the index of a ``for`` loop (``bound``: ``_binding_counts``): ``i`` of
+    ``for i in range(n)`` and of ``for i, layer in enumerate(self.layers)``."""
     found: set[str] = set()
     for b in body_nodes:
-        for target in _targets(b):
-            for n in ast.walk(target):
-                if isinstance(n, ast.Name):
-                    counts[n.id] = counts.get(n.id, 0) + 1
         if isinstance(b, (ast.For, ast.AsyncFor)) and isinstance(b.iter, ast.Call) and isinstance(b.iter.func, ast.Name):
             kind, target = b.iter.func.id, b.target
             if kind == "range" and isinstance(target, ast.Name):
                 found.add(target.id)
             elif kind == "enumerate" and isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
                 found.add(target.elts[0].id)
-    return frozenset(n for n in found if counts.get(n) == 1 and n not in params)
+    return frozenset(n for n in found if bound.get(n) == 1 and n not in params)
 
 
 def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozenset[str]:
@@ -545,14 +540,12 @@ def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozense
                         values.setdefault(element.id, []).append(value)
                     continue
                 whole = isinstance(target, (ast.Tuple, ast.List)) and _is_size(b.value)
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):  # an element of `B, C, H, W = x.shape` is a size
-                        values.setdefault(n.id, []).append(_A_DIM if whole and n in target.elts else None)
+                for n in _names_in(target):  # an element of `B, C, H, W = x.shape` is a size
+                    values.setdefault(n.id, []).append(_A_DIM if whole and n in target.elts else None)
         else:
             for target in _targets(b):
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name):
-                        values.setdefault(n.id, []).append(None)
+                for n in _names_in(target):
+                    values.setdefault(n.id, []).append(None)
     # the largest set of names whose every binding is a size given the others (`h = H // p`)
     sized = {n for n, vs in values.items() if n not in params and None not in vs}
     while True:
@@ -564,6 +557,17 @@ def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozense
 
 
 _A_DIM = object()  # an element of an unpacked shape
+
+
+def _names_in(target: ast.expr) -> list[ast.Name]:
+    """The plain names an assignment target binds (``a``, ``a, (b, *c)``; not ``x.a`` or ``x[i]``)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, ast.Starred):
+        return _names_in(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _names_in(e)]
+    return []
 
 
 def _pairs(target: ast.expr, value: ast.expr) -> bool:
@@ -768,6 +772,7 @@ class _Summarizer:
         calls: list[ast.Call] = []
         tests: list[ast.AST] = []  # `if`/`while`/`assert` and conditional expressions: breaks on a tensor's data
         returns: list[ast.expr] = []
+        return_lines: list[int] = []
         uses: set[str] = set()
         nested: list = []
         stack: list[ast.AST] = list(node.body)
@@ -789,8 +794,10 @@ class _Summarizer:
                 body_nodes.append(n)
             elif isinstance(n, (ast.Import, ast.ImportFrom)):
                 self._import(n)
-            elif isinstance(n, ast.Return) and n.value is not None:
-                returns.append(n.value)
+            elif isinstance(n, ast.Return):
+                return_lines.append(n.lineno)
+                if n.value is not None:
+                    returns.append(n.value)
             elif isinstance(n, (ast.If, ast.While, ast.Assert, ast.IfExp)):
                 tests.append(n)
             stack.extend(child_nodes(n))
@@ -817,11 +824,11 @@ class _Summarizer:
         if eager:
             inside = {id(n) for st in eager for n in ast.walk(st)}
             traced_tests = [t for t in tests if id(t) not in inside]
-        every_nodes = every_call_nodes(node.body, frozenset(id(st) for st in eager))
-        every = frozenset(id(n) for n in every_nodes if isinstance(n, ast.Call))
-        breaks, break_line = first_break(every_nodes, traced, traced_tests, lambda f: resolve(f, aliases), self.out.loggers)
+        spans = every_call_spans(node.body, frozenset(id(st) for st in eager), return_lines)
+        every = frozenset(id(c) for c in traced if on_spans(c.lineno, spans))
+        breaks, break_line = first_break(every, traced, traced_tests, spans, lambda f: resolve(f, aliases), self.out.loggers)
         names = frozenset(p.name for p in params)
-        sized, indices = _sized_locals(body_nodes, names), _loop_indices(body_nodes, names)
+        sized, indices = _sized_locals(body_nodes, names), _loop_indices(body_nodes, names, bound)
         sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices, every)
                              for c in traced) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
