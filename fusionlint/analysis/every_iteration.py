@@ -27,6 +27,7 @@ from fusionlint.analysis.context import LINE_REFS
 from fusionlint.analysis.index import FileIndex, FunctionInfo
 from fusionlint.analysis.walk import children
 from fusionlint.rule import Effect
+from fusionlint.semantic.frame_split import compound_blocks
 
 _LEAVES = (cst.Return, cst.Raise)
 _LOOP_EXITS = (cst.Break, cst.Continue)
@@ -99,28 +100,11 @@ def _after(statements, target: cst.CSTNode) -> Optional[list]:
             return list(statements[i + 1:])
         if isinstance(stmt, (*_NESTED_SCOPES, cst.SimpleStatementLine)):
             continue
-        for block in _blocks(stmt):
+        for block in compound_blocks(stmt):
             inner = _after(block.body, target)
             if inner is not None:
                 return inner + list(statements[i + 1:])
     return None
-
-
-def _blocks(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
-    """The blocks of a compound statement: its body, handlers, ``elif``/``else`` and ``finally``."""
-    body = getattr(stmt, "body", None)
-    if isinstance(body, cst.BaseSuite):
-        yield body
-    for handler in getattr(stmt, "handlers", ()):
-        yield handler.body
-    orelse = getattr(stmt, "orelse", None)
-    if isinstance(orelse, cst.If):
-        yield from _blocks(orelse)
-    elif orelse is not None:
-        yield orelse.body
-    final = getattr(stmt, "finalbody", None)
-    if final is not None:
-        yield final.body
 
 
 def _walk(statements) -> Iterator[cst.CSTNode]:

@@ -66,7 +66,7 @@ def _after(statements, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, li
         hit = next((n for n in _preorder(header) if id(n) in breaks), None)
         if hit is not None:
             return hit, [stmt] + rest
-        for block in _blocks(stmt):
+        for block in compound_blocks(stmt):
             inner = _after(block.body, breaks)
             if inner is not None:
                 return inner[0], inner[1] + rest
@@ -126,7 +126,8 @@ def _header(stmt: cst.CSTNode) -> list[cst.CSTNode]:
     return []
 
 
-def _blocks(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
+def compound_blocks(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
+    """The blocks of a compound statement: its body, handlers, ``elif``/``else`` and ``finally``."""
     body = getattr(stmt, "body", None)
     if isinstance(body, cst.BaseSuite):
         yield body
@@ -134,7 +135,7 @@ def _blocks(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
         yield handler.body
     orelse = getattr(stmt, "orelse", None)
     if isinstance(orelse, cst.If):
-        yield from _blocks(orelse)
+        yield from compound_blocks(orelse)
     elif orelse is not None:
         yield orelse.body
     final = getattr(stmt, "finalbody", None)
@@ -187,7 +188,7 @@ def _statement_events(node: cst.CSTNode, anchor: Optional[cst.CSTNode]):
                 for stmt in node.orelse.body.body:
                     yield from _statement_events(stmt, None)
             return
-        for block in _blocks(node):
+        for block in compound_blocks(node):
             for stmt in block.body:
                 yield from _statement_events(stmt, None)
     elif isinstance(node, cst.BaseSmallStatement):
