@@ -21,12 +21,19 @@ Flags the line where a frame that a graph break starts first reads a Python valu
 call to call:
 - a parameter of a function that breaks the graph, when its compiled callers pass it different
   constants (`scatter(x, i, reduce="sum")` here, `reduce="max"` there), the default at one call and a
-  value at another, or a tensor size (`n=x.size(0)`, `size=(N, N)` with `N = x.size(0)`, `x.shape`);
+  value at another, a tensor size (`n=x.size(0)`, `size=(N, N)` with `N = x.size(0)`, `x.shape`), or
+  the index of a loop (`for i in range(n): build(x, i)`);
 - a local variable holding a size of a dimension (`b = x.size(0)`, `B, C, H, W = x.shape`) that is
   bound before a graph break in the same function and read after it.
+The function breaks when a rule reports a break in it, or when it calls, in any file, a function
+that surely breaks (the project model's break summary: `print`, a logger, `.item()`,
+`int(x.max())`, ...). The finding sits on the expression that uses the value: the line Dynamo names.
 
 Off by default (`--extend-select FL208`): the fix is the graph break, which its own finding reports,
-and the line Dynamo names for the guard depends on how the value is used (see below).
+and on the recall bench a failed guard was recorded at only 12 of the 44 lines it reported that the
+models ran (a lower bound: an input's size guard that fails first hides the value guard behind it;
+a value passed straight on to a call that breaks is not guarded there; a helper that breaks on some
+calls only is inlined on the others).
 
 ## Why is this bad?
 Dynamo cannot trace through a graph break. It compiles the code before it, runs the breaking code
