@@ -17,8 +17,8 @@ from typing import Callable, Iterable, Optional
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.project.summary import (
-    DIM_SIZE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary,
-    forget_shared, summarize,
+    DIM_SIZE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite,
+    ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
 )
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.semantic.values import TENSOR, Value
@@ -703,7 +703,9 @@ class _Propagation:
                 how = f"a loop index at {where}"
             elif how is None and value is not None and not value.startswith("<"):
                 first = self.first_passed.setdefault((key, param.name), (value, where))
-                if first[0] != value:
+                if first[0] != value and first[1] == where:  # two calls on one line: the line once
+                    how = f"{first[0]} and {value} at {where}"
+                elif first[0] != value:
                     how = f"{first[0]} at {first[1]}, {value} at {where}"
             if how is not None:
                 if callee.varying is None:
