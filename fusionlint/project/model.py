@@ -467,8 +467,9 @@ class _Propagation:
         # propagation's time on transformers
         self.queued: Counter = Counter()
         self.returns: set[tuple[str, str]] = set()  # compiled functions that return a tensor
-        # (callee key, parameter) -> (the first constant a compiled call passed it, where)
-        self.first_passed: dict[tuple, tuple[str, str]] = {}
+        # (id of the callee's facts, parameter) -> (the first constant a compiled call passed it, the
+        # caller's path, the call's line)
+        self.first_passed: dict[tuple, tuple[str, str, int]] = {}
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
         for summary in list(self.p.files.values()):
@@ -514,37 +515,40 @@ class _Propagation:
     def _splits(self) -> None:
         """Which compiled functions break the graph when called: one with a sure break of its own, or a
         call to one (on every call when the break and the call are on every call's path)."""
-        edges: dict[tuple[str, str], list[tuple[tuple[str, str], CallSite]]] = {}
+        # (caller, callee, call site), flat: one small tuple per call between compiled functions
+        edges: list[tuple[FunctionFacts, FunctionFacts, CallSite]] = []
         for key, (summary, fn) in self.where.items():
             facts = self.facts[key]
             if fn.breaks:
                 facts.splits = f"line {fn.break_line}"
                 facts.splits_every_call = fn.breaks == 2
-            out = edges[key] = []
             for site in fn.calls:
                 found = self._callee(summary, fn, site)
-                if found is not None and (found[0].path, found[1].qualname) in self.facts:
-                    out.append(((found[0].path, found[1].qualname), site))
+                if found is not None:
+                    callee = self.facts.get((found[0].path, found[1].qualname))
+                    if callee is not None and callee is not facts:
+                        edges.append((facts, callee, site))
         for _ in range(8):  # call chains longer than this are not followed
             changed = False
-            for key, out in edges.items():
-                facts = self.facts[key]
-                for callee, site in out:
-                    other = self.facts[callee]
-                    if other.splits is None:
-                        continue
-                    if facts.splits is None:
-                        facts.splits = f"`{site.written or site.target}` at line {site.line}, which breaks"
-                        changed = True
-                    if other.splits_every_call and site.every and not facts.splits_every_call:
-                        facts.splits_every_call = True
-                        changed = True
+            for facts, callee, site in edges:
+                if callee.splits is None:
+                    continue
+                if facts.splits is None:
+                    facts.splits = f"`{site.written or site.target}` at line {site.line}, which breaks"
+                    changed = True
+                if callee.splits_every_call and site.every and not facts.splits_every_call:
+                    facts.splits_every_call = True
+                    changed = True
             if not changed:
                 break
-        for key, out in edges.items():
-            written = frozenset(site.written for callee, site in out if site.written and self.facts[callee].splits_every_call)
+        breaking: dict[int, set[str]] = {}
+        for facts, callee, site in edges:
+            if site.written and callee.splits_every_call:
+                breaking.setdefault(id(facts), set()).add(site.written)
+        for facts in self.facts.values():
+            written = breaking.get(id(facts))
             if written:
-                self.facts[key].breaking_calls = written
+                facts.breaking_calls = frozenset(written)
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
         self.p._probe(summary, fn.qualname)
@@ -672,13 +676,11 @@ class _Propagation:
             # a method of this object (not `self.processor(...)`, an attribute object's __call__)
             same_object = site.how in ("self", "super") and callee.name == site.target
             changed = _pass_constants(site, params, callee_facts.constants, known, same_object) or changed
-            changed = self._note_varying(site, params, facts, callee_facts, (callee_file.path, callee.qualname),
-                                         f"{summary.path}:{site.line}") or changed
+            changed = self._note_varying(site, params, facts, callee_facts, summary.path) or changed
         if changed and not self.queued[(callee_file.path, callee.qualname)]:
             self._queue(callee_file, callee)
 
-    def _note_varying(self, site: CallSite, params, caller: FunctionFacts, callee: FunctionFacts,
-                      key: tuple[str, str], where: str) -> bool:
+    def _note_varying(self, site: CallSite, params, caller: FunctionFacts, callee: FunctionFacts, path: str) -> bool:
         """Mark the callee's parameters that this call passes a tensor size (``x.size(0)``, ``(N, N)``,
         ``x.shape``), a parameter of the caller that varies, or a constant other than an earlier call's;
         True when something changed."""
@@ -694,19 +696,19 @@ class _Propagation:
             how = None
             if isinstance(value, tuple):  # a parameter of the caller passed on
                 if caller.varying and value[1] in caller.varying:
-                    how = f"`{value[1]}` at {where}, which varies: {caller.varying[value[1]]}"
+                    how = f"`{value[1]}` at {path}:{site.line}, which varies: {caller.varying[value[1]]}"
                 else:
                     value = caller.constants.get(value[1])
             if how is None and value in (DIM_SIZE, SIZE):
-                how = f"a tensor size at {where}"
+                how = f"a tensor size at {path}:{site.line}"
             elif how is None and value == LOOP_INDEX:
-                how = f"a loop index at {where}"
+                how = f"a loop index at {path}:{site.line}"
             elif how is None and value is not None and not value.startswith("<"):
-                first = self.first_passed.setdefault((key, param.name), (value, where))
-                if first[0] != value and first[1] == where:  # two calls on one line: the line once
-                    how = f"{first[0]} and {value} at {where}"
+                first = self.first_passed.setdefault((id(callee), param.name), (value, path, site.line))
+                if first[0] != value and first[1:] == (path, site.line):  # two calls on one line: the line once
+                    how = f"{first[0]} and {value} at {path}:{site.line}"
                 elif first[0] != value:
-                    how = f"{first[0]} at {first[1]}, {value} at {where}"
+                    how = f"{first[0]} at {first[1]}:{first[2]}, {value} at {path}:{site.line}"
             if how is not None:
                 if callee.varying is None:
                     callee.varying = {}
