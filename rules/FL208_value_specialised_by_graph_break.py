@@ -11,8 +11,9 @@ from fusionlint.analysis.index import FunctionInfo
 from fusionlint.rule import Effect, Invalid, Rule, module_example
 from fusionlint.analysis.every_iteration import BreakFacts
 from fusionlint.analysis.names import dotted
-from fusionlint.analysis.walk import iter_nodes
-from fusionlint.semantic.frame_split import name_events, split_points
+from fusionlint.analysis.walk import children, iter_nodes
+from fusionlint.project.summary import SIZES_PASSED
+from fusionlint.semantic.frame_split import element_read, host_uses, name_events, split_points
 from fusionlint.semantic.sizes import Sizes
 
 _DOCS = """
@@ -21,10 +22,15 @@ Flags the line where a frame that a graph break starts first reads a Python valu
 call to call:
 - a parameter of a function that breaks the graph, when its compiled callers pass it different
   constants (`scatter(x, i, reduce="sum")` here, `reduce="max"` there), the default at one call and a
-  value at another, a tensor size (`n=x.size(0)`, `size=(N, N)` with `N = x.size(0)`, `x.shape`), or
-  the index of a loop (`for i in range(n): build(x, i)`);
+  value at another, a tensor size (`n=x.size(0)`, `size=(N, N)` with `N = x.size(0)`, `x.shape`), a
+  value read from a tensor (`int(x.max())`), or the index of a loop (`for i in range(n): build(x, i)`);
+  for a tuple of sizes, the first read of an element (`a, b = size` then `a`), not `size is None`;
 - a local variable holding a size of a dimension (`b = x.size(0)`, `B, C, H, W = x.shape`) that is
-  bound before a graph break in the same function and read after it.
+  bound before a graph break in the same function and read after it;
+- a value a graph break reads from a tensor (`int(index.max())`, `.item()`, `.tolist()`, or what a
+  function returns that does so, like PyG's `maybe_num_nodes`), where the frame resumed after the
+  break first consumes it: in the same expression (`int(index.max()) + 1`) or where the name it is
+  bound to is first read (not when that frame has no tensor work: Dynamo does not compile it).
 The function breaks when a rule reports a break in it, or when it calls, in any file, a function
 that surely breaks (the project model's break summary: `print`, a logger, `.item()`,
 `int(x.max())`, ...). The finding sits on the expression that uses the value: the line Dynamo names.
@@ -50,7 +56,9 @@ Measured with torch 2.13.0 CPU (backend eager; `tests/test_frame_split.py`): a h
 break that reads `n` (3 and 4 passed); a helper that `print`s, called with `n=x.size(0)`,
 recompiled for a new batch size with `n == 2` where it first reads `n`; a forward doing
 `b = x.size(0)`, `print(...)`, `return x.view(b, -1)` recompiled its resumed frame with `b == 2` on
-the `return` line. On real models the recall bench (`bench/recall.py`) records these guards in
+the `return` line; with inputs of one shape and new values, `n = int(index.max()) + 1` recompiled with
+`___stack0 == 2` on that line, `s = x.max().item()` with `___stack0 == 2.0` where `s` is next read, and
+a helper passed `size=(n, n)` with `size[0] == 2` on its `if a is None:` after `a, b = size`. On real models the recall bench (`bench/recall.py`) records these guards in
 PyTorch Geometric's `maybe_num_nodes` (`num_nodes == 16`) and `scatter` (`dim == 0`,
 `dim_size is None`, `reduce == 'max'`), and in transformers' XLM (`slen == 8` after an `.item()`).
 
@@ -141,11 +149,22 @@ class ValueSpecialisedByGraphBreak(Rule):
             line=6,
             count=1,
         ),
-        # a size passed into a breaking helper, read first after the break (the resumed frame)
+        # a size passed into a breaking helper, read first after the break (the resumed frame), next to
+        # the value the break read from the tensor
         Invalid(
             _helper(
                 "def scale(x, n):\n    k = int(x.max())\n    return x * n + k\n\n\n"
                 "class Model(nn.Module):\n    def forward(self, x):\n        return scale(x, x.size(0))\n"
+            ),
+            line=7,
+            count=2,
+        ),
+        # a value read from a tensor, used after the break by the frame resumed there (PyG's
+        # `dim_size = int(index.max()) + 1`)
+        Invalid(
+            _helper(
+                "class Model(nn.Module):\n    def forward(self, x, index):\n        n = int(index.max()) + 1\n"
+                "        return x.new_zeros(n)\n"
             ),
             line=7,
             count=1,
@@ -214,21 +233,28 @@ class ValueSpecialisedByGraphBreak(Rule):
         fn = ctx.function
         if fn is None or fn.node.body is not node:
             return
-        if not ctx.breaks and not fn.breaking_calls and fn.splits is None:
+        if not ctx.breaks and not fn.breaking_calls and fn.splits is None and not fn.host_calls:
             return  # nothing splits this function (the common case: no walk)
         breaking_nodes = _breaking_nodes(fn, ctx)
         points = split_points(fn.node, breaking_nodes)
         if not points and fn.splits is None:
             return
+        done: set[int] = set()
+        self._host_values(fn, ctx, done)
         sizes = Sizes(ctx)
         varying = {n: how for n, how in fn.varying.items() if n not in fn.tensor_params}
-        done: set[int] = set()
         if varying:  # the function's own frame reads its arguments
             if points:  # where it breaks, as a line of this file
                 where, refs = f"line {LINE_REFS}", (points[0][0],)
             else:  # a call into another file breaks (the project model)
                 where, refs = fn.splits, ()
-            for name, read, at in _first_reads(node.body, varying):
+            sequences = {n for n, how in varying.items() if how.startswith(SIZES_PASSED)}
+            reads = _first_reads(node.body, {n: how for n, how in varying.items() if n not in sequences})
+            for name in sorted(sequences):
+                found = element_read(node.body, name)
+                if found is not None:
+                    reads.append((name, *found))
+            for name, read, at in reads:
                 done.add(id(read))
                 ctx.report(
                     at,
@@ -260,6 +286,99 @@ class ValueSpecialisedByGraphBreak(Rule):
                     no_reason=True,
                 )
 
+    def _host_values(self, fn: FunctionInfo, ctx, done: set[int]) -> None:
+        """A value read from a tensor by a graph break (``int(x.max())``, ``.item()``, ``.tolist()``) is a
+        Python constant of the frame resumed after it: guarded where an operation first consumes it,
+        in the breaking statement (``int(i.max()) + 1``) or at the first read of the name it is bound to."""
+        hosts = frozenset(
+            id(c) for c in iter_nodes(fn.node.body, (cst.Call,))
+            if (id(c) in ctx.breaks and _reads_value(c)) or (fn.host_calls and (dotted(c.func) or "") in fn.host_calls)
+        )
+        if not hosts:
+            return
+        for host, consumer, names in host_uses(fn.node.body.body, hosts):
+            if _reads_value(host) and id(host) in ctx.breaks:
+                source = f"read from a tensor at line {LINE_REFS} (a graph break)"
+            else:
+                source = f"that `{dotted(host.func)}` returns at line {LINE_REFS}, read from a tensor (it breaks the graph)"
+            found = split_points(fn.node, frozenset({id(host)}))
+            if not found or not (_consumer_works(consumer, host) or _traces_work(found[0][1])):
+                continue  # `return int(x.max()) + 1`: the resumed frame has no tensor work, Dynamo skips it
+            if consumer is not None:
+                if id(consumer) in ctx.breaks:
+                    continue  # `print(x.item())`: the consumer breaks too, nothing is traced with the value
+                if isinstance(consumer, cst.BinaryOperation) and _lists(host):
+                    continue  # `[1] * 3 + x.tolist()`: joining lists does not read the items
+                ctx.report(
+                    consumer,
+                    f"the value {source} is consumed here by the frame Dynamo resumes in after the break, as a "
+                    f"Python constant it guards on: {_HOST_AGAIN}",
+                    line_refs=(host,),
+                    no_reason=True,
+                )
+                continue
+            if not names:
+                continue
+            for name, read, at in _first_reads(found[0][1], dict.fromkeys(names)):
+                if id(read) in done:
+                    continue
+                done.add(id(read))
+                ctx.report(
+                    at,
+                    f"`{name}` holds the value {source}: the frame Dynamo resumes in after the break gets it as a "
+                    f"Python constant and guards on it here: {_HOST_AGAIN}",
+                    line_refs=(host,),
+                    no_reason=True,
+                )
+
+
+def _reads_value(call: cst.Call) -> bool:
+    """``int(...)``/``float(...)``/``bool(...)`` of a tensor, ``.item()``, ``.tolist()``: a break whose result is
+    a Python value read from the tensor's data."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in ("int", "float", "bool")
+    return isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist") and not call.args
+
+
+def _lists(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "tolist"
+
+
+def _traces_work(after) -> bool:
+    """Whether the code after a break calls something or reads a name: Dynamo compiles a resumed frame
+    only when it has work to trace (``return ___stack0 + 1`` runs as it is, with no guard)."""
+    for name, _, read, _ in name_events(after):
+        if read and name not in ("True", "False", "None"):
+            return True
+    return any(isinstance(n, cst.Call) for item in after for n in _nodes(item[0] if isinstance(item, tuple) else item))
+
+
+def _consumer_works(consumer: Optional[cst.CSTNode], host: cst.CSTNode) -> bool:
+    """Whether the operation consuming a value read from a tensor does work beyond it: a call, or an
+    operand other than a constant (``x * 2 + count(x)``, not ``int(i.max()) + 1``)."""
+    if consumer is None:
+        return False
+    if isinstance(consumer, cst.Call):
+        return True
+    stack = [k for k in children(consumer) if k is not host]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) or (isinstance(node, cst.Name) and node.value not in ("True", "False", "None")):
+            return True
+        stack.extend(k for k in children(node) if k is not host)
+    return False
+
+
+def _nodes(root: cst.CSTNode):
+    yield root
+    yield from iter_nodes(root, (cst.Call,))
+
+
+_HOST_AGAIN = (
+    "each new value compiles that frame again (an int or float becomes dynamic after its first change, a bool "
+    "costs one compile per value); remove the graph break, or keep the value a tensor"
+)
 
 _AGAIN = (
     "each new value compiles it again (an int becomes dynamic after its first change; other values count "

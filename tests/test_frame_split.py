@@ -77,9 +77,9 @@ class Fresh(nn.Module):
         return x.view(x.size(0), -1) * 2
 """
 
-# the lines FL208 names in MODELS: `mode` and `n` in helper, `n` in noisy, `idx` in scaled, `size` in
+# the lines FL208 names in MODELS: `mode`, `n` and `k` (read from a tensor) in helper, `n` in noisy, `idx` in scaled, `size` in
 # densify, `b` in Carried.forward
-EXPECTED = [("models.py", 4), ("models.py", 9), ("models.py", 13), ("models.py", 19), ("models.py", 25), ("models.py", 41)]
+EXPECTED = [("models.py", 4), ("models.py", 9), ("models.py", 9), ("models.py", 13), ("models.py", 19), ("models.py", 25), ("models.py", 41)]
 
 
 def test_fl208_lines(tmp_path):
@@ -88,11 +88,21 @@ def test_fl208_lines(tmp_path):
 
 
 def test_fl208_lines_are_the_guards_torch_recompiles_on(tmp_path):
+    path = project(tmp_path, {"models.py": MODELS}) / "models.py"  # the text the static test lints
+    inputs = {name: [(b, 4) for b in (2, 3, 4)] for name in ("Constants", "Carried", "Looped", "Padded", "Fresh")}
+    records = _recompiles(path, inputs)
+    # every other recompile is an input's shape ("tensor 'x' size mismatch"), which names no line
+    assert _guard_lines(records) == sorted(set(EXPECTED)), records
+
+
+def _recompiles(path: Path, inputs: dict) -> list[str]:
+    """Compile each model class of ``path`` named in ``inputs`` (backend eager) and call it with each of
+    its inputs (a shape: random values; a number: a (2, 4) tensor full of it, so that only values
+    change); the recompile log's messages."""
     need("torch", "the claim is about torch.compile")
     import torch
 
-    path = project(tmp_path, {"models.py": MODELS}) / "models.py"  # the text the static test lints
-    spec = importlib.util.spec_from_file_location("fl208_models", path)
+    spec = importlib.util.spec_from_file_location(f"fl208_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 
@@ -110,22 +120,119 @@ def test_fl208_lines_are_the_guards_torch_recompiles_on(tmp_path):
     for logger in loggers:
         logger.handlers = [handler]
     try:
-        for name in ("Constants", "Carried", "Looped", "Padded", "Fresh"):
+        for name, calls in inputs.items():
             torch._dynamo.reset()
             compiled = torch.compile(getattr(module, name)(), backend="eager")
-            for batch in (2, 3, 4):
-                compiled(torch.randn(batch, 4))
+            for x in calls:
+                compiled(torch.randn(*x) if isinstance(x, tuple) else torch.full((2, 4), float(x)))
     finally:
         for logger, handlers in zip(loggers, saved):
             logger.handlers = handlers
         torch._logging.set_logs()
         torch._dynamo.reset()
-    guard_lines = set()
+    return records
+
+
+def _guard_lines(records: list[str]) -> list[tuple[str, int]]:
+    lines = set()
     for message in records:
         for match in re.finditer(r"#.*?models\.py:(\d+) in ", message):
-            guard_lines.add(("models.py", int(match.group(1))))
-    # every other recompile is an input's shape ("tensor 'x' size mismatch"), which names no line
-    assert sorted(guard_lines) == EXPECTED, records
+            lines.add(("models.py", int(match.group(1))))
+    return sorted(lines)
+
+
+# Values a graph break reads from a tensor (`int(x.max())`, `.item()`, `.tolist()`) and sequences of
+# sizes passed to a helper that breaks: where Dynamo guards on them
+HOST_MODELS = HEAD + """
+def bump(x, index):
+    n = int(index.max()) + 1
+    return x.new_zeros(n)
+
+
+class StackUse(nn.Module):
+    def forward(self, x):
+        return bump(x, x.long())
+
+
+class HostLocal(nn.Module):
+    def forward(self, x):
+        s = x.max().item()
+        y = x * 2
+        return y * s
+
+
+class Flag(nn.Module):
+    def forward(self, x):
+        flag = (x > 3).any().item()
+        y = x * 2
+        if flag:
+            return y
+        return y + 1
+
+
+class Items(nn.Module):
+    def forward(self, x):
+        counts = x[0, :2].long().tolist()
+        y = x * 2
+        return y + counts[1]
+
+
+def noisy(x, n):
+    y = x * n
+    print("noisy")
+    return y
+
+
+class HostArg(nn.Module):
+    def forward(self, x):
+        return noisy(x, int(x.max()))
+
+
+def count(x):
+    return int(x.max()) + 1
+
+
+class NothingAfter(nn.Module):
+    def forward(self, x):
+        return x * 2 + count(x)
+
+
+def densify(x, size=None):
+    if size is None:
+        size = (1, 1)
+    if isinstance(size, (tuple, list)):
+        a, b = size
+        if a is None:
+            a = 1
+    out = x.new_zeros(a, b)
+    print("dense")
+    return out + x.sum()
+
+
+class Sizes(nn.Module):
+    def forward(self, x):
+        n = x.size(0)
+        return densify(x.sum(0), (n, n))
+"""
+# `n + 1` right after the break in bump; `s`, `flag` and `counts[1]` where first read; `int(x.max())`
+# passed on in HostArg (the caller's resumed frame) and `n` where noisy first reads it; `a`, an element
+# of `size`, in densify (not `size is None`); what `count` returns where NothingAfter consumes it (count's
+# own resumed frame has no tensor work: Dynamo does not compile it)
+HOST_EXPECTED = [("models.py", 4), ("models.py", 17), ("models.py", 24), ("models.py", 33), ("models.py", 37),
+                 ("models.py", 44), ("models.py", 53), ("models.py", 61)]
+
+
+def test_fl208_values_read_from_tensors_and_sequences_of_sizes(tmp_path):
+    root = project(tmp_path, {"models.py": HOST_MODELS})
+    assert sorted(at(lint(root), "FL208")) == HOST_EXPECTED
+
+
+def test_fl208_host_value_lines_are_the_guards_torch_recompiles_on(tmp_path):
+    path = project(tmp_path, {"models.py": HOST_MODELS}) / "models.py"
+    by_value = ("StackUse", "HostLocal", "Flag", "Items", "HostArg", "NothingAfter")
+    inputs = {name: [2, 3, 4, 5] for name in by_value} | {"Sizes": [(2, 4), (3, 4), (4, 4)]}
+    records = _recompiles(path, inputs)
+    assert _guard_lines(records) == HOST_EXPECTED, records
 
 
 def test_fl208_across_files(tmp_path):

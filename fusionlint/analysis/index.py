@@ -162,9 +162,11 @@ class FunctionInfo:
     # parameters whose value changes from one compiled call to another: name -> how (project model)
     varying: dict[str, str] = field(default_factory=dict)
     # calling it breaks the graph, and where (project model: FunctionFacts.splits); the callees as
-    # written whose every call breaks (FunctionFacts.breaking_calls)
+    # written whose every call breaks (FunctionFacts.breaking_calls); those that break and return a value
+    # read from a tensor (FunctionFacts.host_calls)
     splits: Optional[str] = None
     breaking_calls: frozenset[str] = frozenset()
+    host_calls: frozenset[str] = frozenset()
     _facts: object = None  # TensorFacts, computed lazily
     _bindings: object = None  # fusionlint.semantic.bindings.bindings(node), computed lazily
 

@@ -111,6 +111,19 @@ def _breaks(call: ast.Call, resolve, loggers) -> bool:
     return False
 
 
+def reads_tensor_value(call: ast.Call) -> bool:
+    """``x.item()``, ``x.tolist()``, ``int()``/``float()``/``bool()`` of a reduction (``int(index.max())``): a
+    break whose result is a Python value read from a tensor's data (as written, not through imports:
+    a summary judges every call argument with it)."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr in ("item", "tolist") and not call.args and not call.keywords
+    return (
+        isinstance(func, ast.Name) and func.id in ("int", "float", "bool") and len(call.args) == 1
+        and not call.keywords and _reduction(call.args[0])
+    )
+
+
 def _reduction(node: ast.expr) -> bool:
     """``x.max()``, ``x.sum()``, ``(a == b).all()``, ... plus arithmetic on one: methods no Python
     number, list or string has, whose value depends on the tensor's data."""

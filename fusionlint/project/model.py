@@ -17,8 +17,8 @@ from typing import Callable, Iterable, Optional
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.project.summary import (
-    DIM_SIZE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SELF_TRUTH, SELF_TRUTH_AT_ENTRY, AttrFact, CallSite,
-    ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
+    DIM_SIZE, DIM_SIZES, HOST_VALUE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SIZES_PASSED, SELF_TRUTH, SELF_TRUTH_AT_ENTRY,
+    AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
 )
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.semantic.values import TENSOR, Value
@@ -66,6 +66,9 @@ class FunctionFacts:
     splits_every_call: bool = False  # ... on every call, not only on some path
     # callees as written whose every call breaks: the caller resumes in a new frame after each
     breaking_calls: frozenset[str] = frozenset()
+    # callees as written that break and return a value read from a tensor (PyG's `maybe_num_nodes`): the
+    # caller's resumed frame gets the value as a constant
+    host_calls: frozenset[str] = frozenset()
 
     @property
     def chain(self) -> str:
@@ -522,12 +525,17 @@ class _Propagation:
             if fn.breaks:
                 facts.splits = f"line {fn.break_line}"
                 facts.splits_every_call = fn.breaks == 2
+            hosts = None
             for site in fn.calls:
                 found = self._callee(summary, fn, site)
                 if found is not None:
                     callee = self.facts.get((found[0].path, found[1].qualname))
                     if callee is not None and callee is not facts:
                         edges.append((facts, callee, site))
+                    if found[1].returns_host and site.written:
+                        hosts = (hosts or set()) | {site.written}
+            if hosts:
+                facts.host_calls = frozenset(hosts)
         for _ in range(8):  # call chains longer than this are not followed
             changed = False
             for facts, callee, site in edges:
@@ -699,10 +707,14 @@ class _Propagation:
                     how = f"`{value[1]}` at {path}:{site.line}, which varies: {caller.varying[value[1]]}"
                 else:
                     value = caller.constants.get(value[1])
-            if how is None and value in (DIM_SIZE, SIZE):
+            if how is None and value == DIM_SIZE:
                 how = f"a tensor size at {path}:{site.line}"
+            elif how is None and value in (DIM_SIZES, SIZE):
+                how = f"{SIZES_PASSED} at {path}:{site.line}"
             elif how is None and value == LOOP_INDEX:
                 how = f"a loop index at {path}:{site.line}"
+            elif how is None and value == HOST_VALUE:
+                how = f"a value read from a tensor at {path}:{site.line}"
             elif how is None and value is not None and not value.startswith("<"):
                 first = self.first_passed.setdefault((id(callee), param.name), (value, path, site.line))
                 if first[0] != value and first[1:] == (path, site.line):  # two calls on one line: the line once
@@ -912,7 +924,7 @@ def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]],
             if isinstance(value, tuple):  # a parameter of the caller passed on
                 value = known.get(value[1])
             # a size or a loop index: `is None` is all it decides
-            passed[param.name] = NOT_NONE if value in (DIM_SIZE, LOOP_INDEX) else value
+            passed[param.name] = NOT_NONE if value in (DIM_SIZE, DIM_SIZES, LOOP_INDEX, HOST_VALUE) else value
     for name, value in passed.items():
         if name not in constants:
             constants[name] = value

@@ -20,7 +20,7 @@ from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
-from fusionlint.project.breaks import every_call_spans, first_break, on_spans
+from fusionlint.project.breaks import every_call_spans, first_break, on_spans, reads_tensor_value
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
@@ -145,6 +145,8 @@ class FunctionSummary:
     # EVERY_CALL, and the line of the first one
     breaks: int = 0
     break_line: int = 0
+    # a `return` hands back a value read from a tensor (`return int(index.max()) + 1`: _is_host_value)
+    returns_host: bool = False
 
 
 @dataclass(slots=True)
@@ -473,19 +475,32 @@ DIM_SIZE = "<size of a dimension>"
 # What a call passes when the value is the index of a ``for`` loop (``for i, layer in enumerate(...)``,
 # ``for i in range(n)``): never None, and another value on every iteration (FL208, like DIM_SIZE)
 LOOP_INDEX = "<loop index>"
+# ... a tuple or list display holding a tensor's size (``size=(N, N)``): like DIM_SIZE, but Dynamo guards
+# on an element where one is read, not where the sequence is tested (``if size is None:``)
+DIM_SIZES = "<sizes of dimensions>"
+# how FunctionFacts.varying describes a parameter passed a sequence of sizes (DIM_SIZES, SIZE): FL208
+# looks for the first read of an element
+SIZES_PASSED = "tensor sizes"
+# What a call passes when the value was read from a tensor's data by a graph break (``int(i.max()) + 1``,
+# ``x.item()``, ``x.tolist()``, a local bound only to those): never None, and it changes with the data
+# (FL208, like DIM_SIZE)
+HOST_VALUE = "<value read from a tensor>"
 
 
 def _const(node: ast.expr, params: frozenset[str], set_once: frozenset[str] = frozenset(),
-           sized: frozenset[str] = frozenset(), indices: frozenset[str] = frozenset()):
+           sized: frozenset[str] = frozenset(), indices: frozenset[str] = frozenset(),
+           hosted: frozenset[str] = frozenset(), values: Optional[LocalValues] = None):
     literal = _literal(node)
     if literal is not None:
         return literal
     if _is_size(node):
         return SIZE
     if _is_dim_size(node, sized):
-        return DIM_SIZE
+        return DIM_SIZES if isinstance(node, (ast.Tuple, ast.List)) else DIM_SIZE
     if isinstance(node, ast.Name) and node.id in indices:
         return LOOP_INDEX
+    if _is_host_value(node, hosted) and (values is None or not values.of(node)):  # not `x * n`: a tensor
+        return HOST_VALUE
     if isinstance(node, ast.Name):
         if node.id in params:
             return ("param", node.id)
@@ -511,6 +526,19 @@ def _is_dim_size(node: ast.expr, sized: frozenset[str] = frozenset()) -> bool:
     return isinstance(node, ast.Name) and node.id in sized
 
 
+def _is_host_value(node: ast.expr, hosted: frozenset[str] = frozenset()) -> bool:
+    """A value a graph break reads from a tensor's data: ``x.item()``, ``x.tolist()``, ``int(i.max())``
+    (``fusionlint.project.breaks``), arithmetic or a conditional expression with one, or a name in
+    ``hosted`` (locals bound only to those)."""
+    if isinstance(node, ast.BinOp):
+        return _is_host_value(node.left, hosted) or _is_host_value(node.right, hosted)
+    if isinstance(node, ast.IfExp):  # `int(i.max()) + 1 if i.numel() > 0 else 0`
+        return _is_host_value(node.body, hosted) or _is_host_value(node.orelse, hosted)
+    if isinstance(node, ast.Call):
+        return reads_tensor_value(node)
+    return isinstance(node, ast.Name) and node.id in hosted
+
+
 def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str], bound: dict[str, int]) -> frozenset[str]:
     """Names bound only as the index of a ``for`` loop (``bound``: ``_binding_counts``): ``i`` of
     ``for i in range(n)`` and of ``for i, layer in enumerate(self.layers)``."""
@@ -525,9 +553,10 @@ def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str], bound: dict
     return frozenset(n for n in found if bound.get(n) == 1 and n not in params)
 
 
-def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozenset[str]:
-    """Local names every binding of which is a size along one dimension: ``n = x.size(0)``,
-    ``B, C, H, W = x.shape``, ``h = H // p`` (not parameters: what a caller passes is theirs)."""
+def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str], local_values: LocalValues) -> tuple[frozenset[str], frozenset[str]]:
+    """(local names every binding of which is a size along one dimension: ``n = x.size(0)``,
+    ``B, C, H, W = x.shape``, ``h = H // p``; those every binding of which is a value read from a
+    tensor: ``_is_host_value``, not a tensor by ``local_values``), not parameters: what a caller passes is theirs."""
     values: dict[str, list] = {}  # name -> what each binding binds (None: not a size whatever else is)
     for b in body_nodes:
         if isinstance(b, (ast.Assign, ast.AnnAssign)) and b.value is not None:
@@ -546,14 +575,23 @@ def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozense
             for target in _targets(b):
                 for n in _names_in(target):
                     values.setdefault(n.id, []).append(None)
-    # the largest set of names whose every binding is a size given the others (`h = H // p`)
-    sized = {n for n, vs in values.items() if n not in params and None not in vs}
+    candidates = {n for n, vs in values.items() if n not in params and None not in vs}
+    def host(node: ast.expr, known: frozenset[str]) -> bool:  # not `y = x * n`: a tensor
+        return _is_host_value(node, known) and not local_values.of(node)
+
+    return _bound_only_to(candidates, values, _is_dim_size, True), _bound_only_to(candidates, values, host, False)
+
+
+def _bound_only_to(candidates: set, values: dict[str, list], judge, shape_items: bool) -> frozenset[str]:
+    """The largest set of ``candidates`` whose every binding ``judge`` accepts given the others (``h = H // p``);
+    ``shape_items``: an element of an unpacked shape is accepted."""
+    names = set(candidates)
     while True:
-        known = frozenset(sized)
-        drop = {n for n in sized if not all(v is _A_DIM or _is_dim_size(v, known) for v in values[n])}
+        known = frozenset(names)
+        drop = {n for n in names if not all((shape_items if v is _A_DIM else judge(v, known)) for v in values[n])}
         if not drop:
             return known
-        sized -= drop
+        names -= drop
 
 
 _A_DIM = object()  # an element of an unpacked shape
@@ -828,8 +866,8 @@ class _Summarizer:
         every = frozenset(id(c) for c in traced if on_spans(c.lineno, spans))
         breaks, break_line = first_break(every, traced, traced_tests, spans, lambda f: resolve(f, aliases), self.out.loggers)
         names = frozenset(p.name for p in params)
-        sized, indices = _sized_locals(body_nodes, names), _loop_indices(body_nodes, names, bound)
-        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices, every)
+        (sized, hosted), indices = _sized_locals(body_nodes, names, values), _loop_indices(body_nodes, names, bound)
+        sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices, every, hosted)
                              for c in traced) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
         if _returns_tensor_annotation(node.returns):
@@ -846,6 +884,7 @@ class _Summarizer:
             items, _bool_items(returns, values, body_nodes, aliases) if items is not None else frozenset(),
             tuple(tuple(_shared(values.of(r.elts[i])) for r in returns) for i in range(items[0])) if items else (),
             breaks=breaks, break_line=_line(break_line),
+            returns_host=bool(breaks) and any(_is_host_value(r, hosted) and not values.of(r) for r in returns),
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
@@ -858,7 +897,7 @@ class _Summarizer:
     def _site(self, call: ast.Call, values: LocalValues, elements: dict[str, str], fixed: frozenset[str] = frozenset(),
               conds: Optional[dict] = None, set_once: frozenset[str] = frozenset(),
               sized: frozenset[str] = frozenset(), indices: frozenset[str] = frozenset(),
-              every: frozenset[int] = frozenset()) -> Optional[CallSite]:
+              every: frozenset[int] = frozenset(), hosted: frozenset[str] = frozenset()) -> Optional[CallSite]:
         func = call.func
         if isinstance(func, ast.Attribute):
             recv = func.value
@@ -892,8 +931,8 @@ class _Summarizer:
         consts = None
         if not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg is not None for k in call.keywords):
             consts = _shared((
-                tuple(_const(a, fixed, set_once, sized, indices) for a in call.args),
-                tuple((k.arg, _const(k.value, fixed, set_once, sized, indices)) for k in call.keywords),
+                tuple(_const(a, fixed, set_once, sized, indices, hosted, values) for a in call.args),
+                tuple((k.arg, _const(k.value, fixed, set_once, sized, indices, hosted, values)) for k in call.keywords),
             ))
         found = (conds or {}).get(id(call), ())
         return CallSite(how, _name(target), args, kwargs, _line(call.lineno), _name(dotted(func) or ""), consts, found,

@@ -249,3 +249,113 @@ def _stores(target: cst.CSTNode, anchor: cst.CSTNode) -> Iterator[tuple[str, cst
         yield from _stores(target.value, anchor)
     else:  # `a[i] = v`, `a.b = v`: reads `a` and `i`
         yield from _events(target, anchor)
+
+
+
+def host_uses(statements, hosts: frozenset[int]) -> Iterator[tuple[cst.CSTNode, Optional[cst.CSTNode], tuple[str, ...]]]:
+    """For each node of ``statements`` whose id is in ``hosts`` (a call that reads a tensor's value into
+    Python and breaks the graph: ``int(x.max())``, ``.item()``, ``.tolist()``), in source order: (the
+    node; the innermost operation of its statement that consumes its value, or the ``if``/``while``
+    test or loop iterable it is part of, else None; the names an assignment binds when the node is the
+    assigned value). The frame Dynamo resumes in after the break gets the value on its stack and
+    guards on it where an operation first consumes it (measured: ``tests/test_frame_split.py``). A
+    loop's body is left out: after a break there Dynamo runs the whole frame eagerly (measured: no
+    recompile)."""
+    for stmt in statements:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                value, names = _assignment(small)
+                # `n += int(x.max())` adds the value to `n`'s
+                for host, consumer in _hosts_in(small, hosts, small if isinstance(small, cst.AugAssign) else None):
+                    yield host, consumer, names if host is value else ()
+        elif isinstance(stmt, _NESTED_SCOPES):
+            continue
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            for header in _header(stmt):
+                consumer = header if isinstance(stmt, (cst.If, cst.While, cst.For)) else None
+                for host, found in _hosts_in(header, hosts, consumer):
+                    yield host, found, ()
+            if isinstance(stmt, (cst.For, cst.While)):
+                continue
+            for block in compound_blocks(stmt):
+                yield from host_uses(block.body, hosts)
+
+
+def _assignment(stmt: cst.BaseSmallStatement) -> tuple[Optional[cst.CSTNode], tuple[str, ...]]:
+    """(the value, the plain names it is bound to) of ``n = v``, ``a, b = v``, ``n: int = v``."""
+    if isinstance(stmt, cst.Assign):
+        targets = [t.target for t in stmt.targets]
+    elif isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return None, ()
+    return stmt.value, tuple(name for t in targets for name, _, read, _ in _stores(t, stmt) if not read)
+
+
+def _hosts_in(node: cst.CSTNode, hosts: frozenset[int], consumer: Optional[cst.CSTNode]):
+    if id(node) in hosts:
+        yield node, consumer
+        return
+    if isinstance(node, _NESTED_SCOPES):
+        return
+    inner = node if isinstance(node, _CONSUMERS) else consumer
+    for kid in children(node):
+        yield from _hosts_in(kid, hosts, inner)
+
+
+def element_read(statements, name: str) -> Optional[tuple[cst.Name, cst.CSTNode]]:
+    """(the read, where its value is used: ``name_events``) that first uses an element of the sequence
+    ``name`` holds (a parameter passed ``size=(N, N)``), or None: Dynamo guards on an element's value
+    where it is read, not where the sequence is tested (``size is None``, ``isinstance(size, tuple)``,
+    ``len(size)``) or unpacked (``a, b = size``: the first read of ``a`` or ``b`` counts); code under
+    ``if size is None:`` does not run for such a call (measured: PyG's ``to_torch_coo_tensor``,
+    ``tests/test_frame_split.py``)."""
+    skipped = {id(n) for n in _under_none_test(statements, name)}
+    elements: set[str] = set()
+    unpacked: set[int] = set()  # the targets of `a, b = size`
+    for n, node, read, anchor in name_events(statements):
+        if id(node) in skipped:
+            continue
+        if n == name:
+            if not read:
+                return None  # re-bound: what the caller passed is gone
+            if _tests_only(anchor, node):
+                continue
+            if isinstance(anchor, cst.Assign) and anchor.value is node:
+                for target in anchor.targets:
+                    for element, stored, _, _ in _stores(target.target, anchor):
+                        elements.add(element)
+                        unpacked.add(id(stored))
+                continue
+            return node, anchor
+        if n in elements:
+            if not read:
+                if id(node) not in unpacked:
+                    elements.discard(n)
+                continue
+            return node, anchor
+    return None
+
+
+def _tests_only(anchor: cst.CSTNode, node: cst.Name) -> bool:
+    """``size is None``, ``isinstance(size, ...)``, ``len(size)``: the sequence's identity, type or length."""
+    if isinstance(anchor, cst.Comparison):
+        return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in anchor.comparisons)
+    if isinstance(anchor, cst.Call) and isinstance(anchor.func, cst.Name) and anchor.func.value in ("isinstance", "len"):
+        return bool(anchor.args) and anchor.args[0].value is node
+    return False
+
+
+def _under_none_test(statements, name: str) -> Iterator[cst.CSTNode]:
+    """The nodes of the bodies of ``if <name> is None:`` statements among ``statements``."""
+    for node in _preorder(statements):
+        if isinstance(node, cst.If) and _is_none_test(node.test, name):
+            yield from _preorder([node.body])
+
+
+def _is_none_test(test: cst.CSTNode, name: str) -> bool:
+    return (
+        isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == name
+        and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+    )
