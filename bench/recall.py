@@ -424,6 +424,9 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
     ]
     out += ["", "## Recompile findings on executed lines where no failed guard was recorded (default rules)", ""]
     out += [f"- {f.path}:{f.line} {f.code}" for f in sorted(default.unconfirmed_recompiles, key=lambda f: (f.path, f.line))]
+    out += ["", "## Recompile findings on executed lines, by rule (--select ALL)", "",
+            "| rule | at a recorded failed guard / on executed lines |", "|---|---|"]
+    out += [f"| {code} | {real}/{total} |" for code, (real, total) in sorted(every.recompiles_by_rule.items())]
     out += _conditional_section(conditional, default, every, raw, default_findings)
     if failed:
         out += ["", "## Models skipped (failed to build or run)", ""]

@@ -198,6 +198,8 @@ class Score:
     unconfirmed: list = field(default_factory=list)
     # recompile findings on executed lines where no failed guard was recorded
     unconfirmed_recompiles: list = field(default_factory=list)
+    # rule code -> [recompile findings on executed lines at a recorded guard, all on executed lines]
+    recompiles_by_rule: dict = field(default_factory=dict)
 
     def table(self) -> list[tuple[str, int, int]]:
         return [
@@ -270,6 +272,9 @@ def score(
         if "recompile" in f.effects and f.line in executed.get(f.path, ()):
             s.executed_recompile_findings += 1
             s.executed_recompile_findings_real += (f.path, f.line) in guards
+            by_rule = s.recompiles_by_rule.setdefault(f.code, [0, 0])
+            by_rule[0] += (f.path, f.line) in guards
+            by_rule[1] += 1
             if (f.path, f.line) not in guards:
                 s.unconfirmed_recompiles.append(f)
         if "graph-break" in f.effects and f.line in executed.get(f.path, ()):

@@ -106,6 +106,7 @@ def test_score_counts_recall_and_precision_on_executed_lines():
     assert (s.recompile_exact, s.recompile_causes) == (1, 2)
     assert (s.executed_break_findings_real, s.executed_break_findings) == (1, 2)
     assert (s.executed_recompile_findings_real, s.executed_recompile_findings) == (1, 2)
+    assert s.recompiles_by_rule == {"FL201": [1, 1], "FL208": [0, 1]}
     assert [(f.path, f.line) for f in s.unconfirmed] == [("a.py", 40)]  # listed in the report
     assert s.hits[("break", "a.py", 11)] == ("miss", [])
 
