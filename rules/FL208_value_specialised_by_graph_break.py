@@ -13,7 +13,7 @@ from fusionlint.analysis.every_iteration import BreakFacts
 from fusionlint.analysis.names import dotted
 from fusionlint.analysis.walk import children, iter_nodes
 from fusionlint.project.summary import SIZES_PASSED
-from fusionlint.semantic.frame_split import element_read, host_uses, name_events, split_points
+from fusionlint.semantic.frame_split import element_read, first_reads, host_uses, name_events, split_points
 from fusionlint.semantic.sizes import Sizes
 
 _DOCS = """
@@ -31,6 +31,8 @@ call to call:
   function returns that does so, like PyG's `maybe_num_nodes`), where the frame resumed after the
   break first consumes it: in the same expression (`int(index.max()) + 1`) or where the name it is
   bound to is first read (not when that frame has no tensor work: Dynamo does not compile it).
+A first read is looked for on each path: when the two arms of an `if` both read the value first, both
+are reported (the guard is on the arm a call takes).
 The function breaks when a rule reports a break in it, or when it calls, in any file, a function
 that surely breaks (the project model's break summary: `print`, a logger, `.item()`,
 `int(x.max())`, ...). The finding sits on the expression that uses the value: the line Dynamo names.
@@ -249,7 +251,7 @@ class ValueSpecialisedByGraphBreak(Rule):
             else:  # a call into another file breaks (the project model)
                 where, refs = fn.splits, ()
             sequences = {n for n, how in varying.items() if how.startswith(SIZES_PASSED)}
-            reads = _first_reads(node.body, {n: how for n, how in varying.items() if n not in sequences})
+            reads = first_reads(node.body, {n: how for n, how in varying.items() if n not in sequences})
             for name in sorted(sequences):
                 found = element_read(node.body, name)
                 if found is not None:
@@ -267,7 +269,7 @@ class ValueSpecialisedByGraphBreak(Rule):
         # each frame resumed after a break that every call reaches reads what crosses it (a break in a
         # branch resumes only on the calls that take it)
         for breaking, after in split_points(fn.node, breaking_nodes, every_call=True):
-            for name, read, at in _first_reads(after, None):
+            for name, read, at in first_reads(after, None):
                 if id(read) in done:
                     continue
                 if name in varying:
@@ -319,7 +321,7 @@ class ValueSpecialisedByGraphBreak(Rule):
                 continue
             if not names:
                 continue
-            for name, read, at in _first_reads(found[0][1], dict.fromkeys(names)):
+            for name, read, at in first_reads(found[0][1], dict.fromkeys(names)):
                 if id(read) in done:
                     continue
                 done.add(id(read))
@@ -403,17 +405,3 @@ def _breaking_nodes(fn: FunctionInfo, ctx) -> frozenset[int]:
     )
     return ctx.breaks | calls
 
-
-def _first_reads(nodes, names: Optional[dict]) -> list[tuple[str, cst.Name, cst.CSTNode]]:
-    """(name, the read, where its value is used: ``name_events``) for each name whose first occurrence in
-    ``nodes`` reads it (of ``names`` only, when given): a name bound there first is a new value, not
-    one that crossed into the frame."""
-    seen: set[str] = set()
-    out = []
-    for name, at, read, anchor in name_events(nodes):
-        if name in seen or (names is not None and name not in names):
-            continue
-        seen.add(name)
-        if read:
-            out.append((name, at, anchor))
-    return out

@@ -359,3 +359,57 @@ def _is_none_test(test: cst.CSTNode, name: str) -> bool:
         and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Is)
         and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
     )
+
+
+def first_reads(items, names=None) -> list[tuple[str, cst.Name, cst.CSTNode]]:
+    """(name, the read, where its value is used: ``name_events``) for each read of ``items`` (nodes, or
+    (node, anchor) pairs; of ``names`` only, when given) that is the first occurrence of its name on some
+    path through them: a name bound first is a new value, not one that crossed into the frame. The two
+    arms of an ``if`` are two paths (PyG's ``add_remaining_self_loops`` reads ``N`` first in an
+    ``isinstance(edge_index, EdgeIndex)`` arm, and for a plain tensor in the ``else``: the guard is on the
+    path taken); a loop's body counts as run."""
+    out: list[tuple[str, cst.Name, cst.CSTNode]] = []
+    _walk_items(items, frozenset(), names, out)
+    return out
+
+
+def _walk_items(items, seen: frozenset, names, out: list) -> frozenset:
+    for item in items:
+        node, anchor = item if isinstance(item, tuple) else (item, None)
+        seen = _walk_node(node, anchor, seen, names, out)
+    return seen
+
+
+def _walk_node(node: cst.CSTNode, anchor: Optional[cst.CSTNode], seen: frozenset, names, out: list) -> frozenset:
+    if isinstance(node, cst.If):
+        seen = _linear(_events(node.test, node.test), seen, names, out)
+        taken = _walk_items(node.body.body, seen, names, out)
+        if node.orelse is None:
+            other = seen
+        elif isinstance(node.orelse, cst.If):  # `elif`
+            other = _walk_node(node.orelse, None, seen, names, out)
+        else:
+            other = _walk_items(node.orelse.body.body, seen, names, out)
+        return taken & other  # seen on every path
+    if isinstance(node, (cst.For, cst.While, cst.With, cst.Try)):
+        if isinstance(node, cst.For):
+            seen = _linear(_events(node.iter, node.iter), seen, names, out)
+            seen = _linear(_stores(node.target, node.iter), seen, names, out)
+        else:
+            for part in _header(node):
+                seen = _linear(_events(part, part), seen, names, out)
+        for block in compound_blocks(node):
+            seen = _walk_items(block.body, seen, names, out)
+        return seen
+    return _linear(name_events([(node, anchor) if anchor is not None else node]), seen, names, out)
+
+
+def _linear(events, seen: frozenset, names, out: list) -> frozenset:
+    added: set[str] = set()
+    for name, at, read, anchor in events:
+        if name in seen or name in added or (names is not None and name not in names):
+            continue
+        added.add(name)
+        if read:
+            out.append((name, at, anchor))
+    return seen | added if added else seen
