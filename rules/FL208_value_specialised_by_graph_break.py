@@ -321,7 +321,9 @@ class ValueSpecialisedByGraphBreak(Rule):
                 continue
             if not names:
                 continue
-            for name, read, at in first_reads(found[0][1], dict.fromkeys(names)):
+            # passed to a project function that Dynamo inlines (`self.experts(x, sizes)`): guarded in it
+            inlined = (lambda call: (dotted(call.func) or "") in fn.tensor_calls) if fn.tensor_calls else None
+            for name, read, at in first_reads(found[0][1], dict.fromkeys(names), inlined):
                 if id(read) in done:
                     continue
                 done.add(id(read))

@@ -361,16 +361,33 @@ def _is_none_test(test: cst.CSTNode, name: str) -> bool:
     )
 
 
-def first_reads(items, names=None) -> list[tuple[str, cst.Name, cst.CSTNode]]:
+def first_reads(items, names=None, passed_on=None) -> list[tuple[str, cst.Name, cst.CSTNode]]:
     """(name, the read, where its value is used: ``name_events``) for each read of ``items`` (nodes, or
     (node, anchor) pairs; of ``names`` only, when given) that is the first occurrence of its name on some
     path through them: a name bound first is a new value, not one that crossed into the frame. The two
     arms of an ``if`` are two paths (PyG's ``add_remaining_self_loops`` reads ``N`` first in an
     ``isinstance(edge_index, EdgeIndex)`` arm, and for a plain tensor in the ``else``: the guard is on the
-    path taken); a loop's body counts as run."""
+    path taken); a loop's body counts as run. ``passed_on(call)``: a read that is an argument of such a
+    call does not count (the callee, inlined, reads it: its guard is there)."""
     out: list[tuple[str, cst.Name, cst.CSTNode]] = []
-    _walk_items(items, frozenset(), names, out)
+    _walk_items(items, frozenset(), _Wanted(names, passed_on), out)
     return out
+
+
+class _Wanted:
+    """Which reads ``first_reads`` looks for."""
+
+    __slots__ = ("names", "passed_on")
+
+    def __init__(self, names, passed_on) -> None:
+        self.names, self.passed_on = names, passed_on
+
+    def passes_on(self, read: cst.Name, anchor: cst.CSTNode) -> bool:
+        """``read`` is an argument of a call ``passed_on`` names."""
+        return (
+            self.passed_on is not None and isinstance(anchor, cst.Call) and self.passed_on(anchor)
+            and any(a.value is read for a in anchor.args)
+        )
 
 
 def _walk_items(items, seen: frozenset, names, out: list) -> frozenset:
@@ -404,11 +421,13 @@ def _walk_node(node: cst.CSTNode, anchor: Optional[cst.CSTNode], seen: frozenset
     return _linear(name_events([(node, anchor) if anchor is not None else node]), seen, names, out)
 
 
-def _linear(events, seen: frozenset, names, out: list) -> frozenset:
+def _linear(events, seen: frozenset, wanted: "_Wanted", out: list) -> frozenset:
     added: set[str] = set()
     for name, at, read, anchor in events:
-        if name in seen or name in added or (names is not None and name not in names):
+        if name in seen or name in added or (wanted.names is not None and name not in wanted.names):
             continue
+        if read and wanted.passes_on(at, anchor):
+            continue  # not seen yet: the next read on this path counts
         added.add(name)
         if read:
             out.append((name, at, anchor))
