@@ -38,7 +38,7 @@ that surely breaks (the project model's break summary: `print`, a logger, `.item
 `int(x.max())`, ...). The finding sits on the expression that uses the value: the line Dynamo names.
 
 Off by default (`--extend-select FL208`): the fix is the graph break, which its own finding reports,
-and on the recall bench a failed guard was recorded at only 17 of the 76 lines it reported that the
+and on the recall bench a failed guard was recorded at only 17 of the 74 lines it reported that the
 models ran (a lower bound: an input's size guard that fails first hides the value guard behind it;
 a value read from a tensor that stays the same on the bench's inputs, like a mask's `.any().item()`,
 never fails its guard; a helper that breaks on some calls only is inlined on the others).
@@ -104,7 +104,7 @@ class ValueSpecialisedByGraphBreak(Rule):
     name = "value-specialised-by-graph-break"
     message = "a Python value that changes between calls enters a frame that a graph break starts: each new value recompiles it"
     effects = (Effect.RECOMPILE,)
-    # off by default: the recall bench records a failed guard at 17 of the 76 lines it reports that the
+    # off by default: the recall bench records a failed guard at 17 of the 74 lines it reports that the
     # models ran (a lower bound: an input's size guard that fails first hides a value guard; a value
     # read from a tensor may not change on the bench's inputs; a helper that breaks on some calls only is
     # inlined on the others)
