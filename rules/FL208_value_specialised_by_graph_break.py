@@ -13,7 +13,7 @@ from fusionlint.analysis.every_iteration import BreakFacts
 from fusionlint.analysis.names import dotted
 from fusionlint.analysis.walk import children, iter_nodes
 from fusionlint.project.summary import SIZES_PASSED
-from fusionlint.semantic.frame_split import element_read, first_reads, host_uses, name_events, split_points
+from fusionlint.semantic.frame_split import after_break, element_read, first_reads, host_uses, name_events, split_points
 from fusionlint.semantic.sizes import Sizes
 
 _DOCS = """
@@ -303,8 +303,8 @@ class ValueSpecialisedByGraphBreak(Rule):
                 source = f"read from a tensor at line {LINE_REFS} (a graph break)"
             else:
                 source = f"that `{dotted(host.func)}` returns at line {LINE_REFS}, read from a tensor (it breaks the graph)"
-            found = split_points(fn.node, frozenset({id(host)}))
-            if not found or not (_consumer_works(consumer, host) or _traces_work(found[0][1])):
+            found = after_break(fn.node, frozenset({id(host)}))  # what runs after this break
+            if found is None or not (_consumer_works(consumer, host) or _traces_work(found[1])):
                 continue  # `return int(x.max()) + 1`: the resumed frame has no tensor work, Dynamo skips it
             if consumer is not None:
                 if id(consumer) in ctx.breaks:
@@ -323,7 +323,7 @@ class ValueSpecialisedByGraphBreak(Rule):
                 continue
             # passed to a project function that Dynamo inlines (`self.experts(x, sizes)`): guarded in it
             inlined = (lambda call: (dotted(call.func) or "") in fn.tensor_calls) if fn.tensor_calls else None
-            for name, read, at in first_reads(found[0][1], dict.fromkeys(names), inlined):
+            for name, read, at in first_reads(found[1], dict.fromkeys(names), inlined):
                 if id(read) in done:
                     continue
                 done.add(id(read))

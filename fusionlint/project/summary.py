@@ -516,7 +516,7 @@ _DIM_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 
 def _is_dim_size(node: ast.expr, sized: frozenset[str] = frozenset()) -> bool:
     """A size along one dimension: ``x.shape[i]``, ``x.size(i)``, ``x.numel()``, arithmetic on one, a
-    tuple or list display holding one, or a name in ``sized`` (locals bound only to those: ``_sized_locals``)."""
+    tuple or list display holding one, or a name in ``sized`` (locals bound only to those: ``_sized_and_hosted_locals``)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, _DIM_ARITHMETIC):
         return _is_dim_size(node.left, sized) or _is_dim_size(node.right, sized)
     if isinstance(node, (ast.Tuple, ast.List)):  # `size=(N, N)`: a display holding one
@@ -556,7 +556,7 @@ def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str], bound: dict
     return frozenset(n for n in found if bound.get(n) == 1 and n not in params)
 
 
-def _sized_locals(body_nodes: list[ast.AST], params: frozenset[str], local_values: LocalValues) -> tuple[frozenset[str], frozenset[str]]:
+def _sized_and_hosted_locals(body_nodes: list[ast.AST], params: frozenset[str], local_values: LocalValues) -> tuple[frozenset[str], frozenset[str]]:
     """(local names every binding of which is a size along one dimension: ``n = x.size(0)``,
     ``B, C, H, W = x.shape``, ``h = H // p``; those every binding of which is a value read from a
     tensor: ``_is_host_value``, not a tensor by ``local_values``), not parameters: what a caller passes is theirs."""
@@ -869,7 +869,7 @@ class _Summarizer:
         every = frozenset(id(c) for c in traced if on_spans(c.lineno, spans))
         breaks, break_line = first_break(every, traced, traced_tests, spans, lambda f: resolve(f, aliases), self.out.loggers)
         names = frozenset(p.name for p in params)
-        (sized, hosted), indices = _sized_locals(body_nodes, names, values), _loop_indices(body_nodes, names, bound)
+        (sized, hosted), indices = _sized_and_hosted_locals(body_nodes, names, values), _loop_indices(body_nodes, names, bound)
         sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices, every, hosted)
                              for c in traced) if s is not None]
         sites += [s for s in (self._reference(c, values) for c in traced) if s is not None]
