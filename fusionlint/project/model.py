@@ -69,6 +69,10 @@ class FunctionFacts:
     # callees as written that break and return a value read from a tensor (PyG's `maybe_num_nodes`): the
     # caller's resumed frame gets the value as a constant
     host_calls: frozenset[str] = frozenset()
+    # a decorator's wrapper (`wrapped_func` of `@deprecate_kwarg`): the functions it decorates that break
+    # the graph when called, when there are two or more: (qualname, path, where it breaks) each. One code
+    # object that Dynamo compiles as a frame of its own for each of them (FL209)
+    shared_by: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def chain(self) -> str:
@@ -473,6 +477,8 @@ class _Propagation:
         # (id of the callee's facts, parameter) -> (the first constant a compiled call passed it, the
         # caller's path, the call's line)
         self.first_passed: dict[tuple, tuple[str, str, int]] = {}
+        # a decorator's wrapper -> the functions it decorates: (their key, their facts)
+        self.decorated: dict[tuple[str, str], list[tuple[tuple[str, str], FunctionFacts]]] = {}
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
         for summary in list(self.p.files.values()):
@@ -513,6 +519,7 @@ class _Propagation:
                         names = tuple(p.name for p in found[1].params)
                         self.facts[key].passthrough_calls[site.written] = (names, returned)
         self._splits()
+        self._shared_wrappers()
         return self.facts
 
     def _splits(self) -> None:
@@ -558,6 +565,16 @@ class _Propagation:
             if written:
                 facts.breaking_calls = frozenset(written)
 
+    def _shared_wrappers(self) -> None:
+        """A decorator's wrapper is one code object for every function it decorates. Called from
+        compiled code, it is inlined with the function it wraps, unless that function breaks the graph:
+        then the wrapper is a Dynamo frame of its own, compiled again for each decorated function (its
+        guards on the function it closes over and on its arguments fail: torch 2.13, measured)."""
+        for key, decorated in self.decorated.items():
+            breaking = sorted((qual, path, facts.splits) for (path, qual), facts in decorated if facts.splits is not None)
+            if len(breaking) >= 2:
+                self.facts[key].shared_by = tuple(breaking)
+
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
         self.p._probe(summary, fn.qualname)
         if any(d in _DISABLE_DECORATORS for d in fn.decorators):
@@ -598,6 +615,7 @@ class _Propagation:
             wrapped = self._enter(owner, wrapper, facts.frames + (f"@{decorator.rsplit('.', 1)[-1]} ({where})",), "helper")
             if wrapped is None:
                 continue
+            self.decorated.setdefault((owner.path, qual), []).append(((summary.path, fn.qualname), facts))
             for param in wrapper.params:  # `def wrapper(self, x)` around `forward(self, x)`
                 why = facts.tensor_params.get(param.name)
                 if why is not None and param.name not in wrapped.tensor_params:
