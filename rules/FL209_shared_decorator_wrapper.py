@@ -15,9 +15,10 @@ Flags, in the function a decorator returns in place of the one it takes (`def wr
 **kwargs): ... return func(*args, **kwargs)`), the lines where it first reads what changes from one
 decorated function to the next: the function it closes over (`func`), its `*args` (the `self` of a
 decorated method is a different class each time), its `**kwargs`, and a `self` parameter of its own.
-Reported when two or more of the compiled functions it decorates break the graph when called (the
-project model's break summary: a `print`, a logger, `.item()`, a call of a function that breaks, in
-any file); the finding names them.
+Reported when two or more of the functions it decorates break the graph when called (the project
+model's break summary: a `print`, a logger, `.item()`, a call of a function that breaks, in any file)
+and run under one compiled call: one calls the other, or both are reached from a common caller (a
+model whose head, body and decoder `forward`s carry the decorator). The finding names them.
 
 ## Why is this bad?
 A wrapper defined inside a decorator is one code object, shared by every function the decorator
@@ -94,13 +95,19 @@ def renamed_kwarg(old, new):
 """
 
 
-def _layers(first: str, second: str) -> str:
+def _layers(first: str, second: str, together: bool = True) -> str:
     return _DECORATOR + (
         "class A(nn.Module):\n    @renamed_kwarg('scale', 'alpha')\n    def forward(self, x, alpha=1.0):\n"
         f"{first}        return x * alpha\n\n\n"
         "class B(nn.Module):\n    @renamed_kwarg('scale', 'alpha')\n    def forward(self, x, alpha=2.0):\n"
         f"{second}        return x + alpha\n"
-    )
+    ) + (_BOTH if together else "")
+
+
+_BOTH = (
+    "\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.a = A()\n        self.b = B()\n\n    def forward(self, x):\n        return self.b(self.a(x))\n"
+)
 
 
 _PRINTS = "        print('x')\n"
@@ -119,6 +126,8 @@ class SharedDecoratorWrapper(Rule):
         _layers("", ""),
         # one breaks: the wrapper is a frame of its own for that function only
         _layers(_PRINTS, ""),
+        # both break, but no compiled code calls both: one model compiles the wrapper once
+        _layers(_PRINTS, _PRINTS, together=False),
         # not compiled: no forward, no torch.compile
         _DECORATOR + "@renamed_kwarg('a', 'b')\ndef f(x, b=1):\n    print(x)\n    return x\n\n\n"
         "@renamed_kwarg('a', 'b')\ndef g(x, b=1):\n    print(x)\n    return x\n",
@@ -131,7 +140,7 @@ class SharedDecoratorWrapper(Rule):
             "import torch\nfrom torch import nn\n\n\ndef checked(func):\n    def inner(self, x):\n"
             "        return func(self, x)\n\n    return inner\n\n\n"
             "class A(nn.Module):\n    @checked\n    def forward(self, x):\n        return x * x.sum().item()\n\n\n"
-            "class B(nn.Module):\n    @checked\n    def forward(self, x):\n        return x + x.max().item()\n",
+            "class B(nn.Module):\n    @checked\n    def forward(self, x):\n        return x + x.max().item()\n" + _BOTH,
             line=7,
             count=1,
         ),
@@ -141,7 +150,7 @@ class SharedDecoratorWrapper(Rule):
             "class A(nn.Module):\n    @renamed_kwarg('scale', 'alpha')\n    def forward(self, x, alpha=1.0):\n"
             "        log_shape(x)\n        return x * alpha\n\n\n"
             "class B(nn.Module):\n    @renamed_kwarg('scale', 'alpha')\n    def forward(self, x):\n"
-            "        log_shape(x)\n        return x + 1\n",
+            "        log_shape(x)\n        return x + 1\n" + _BOTH,
             line=11,
             count=2,
         ),

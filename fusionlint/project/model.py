@@ -518,11 +518,10 @@ class _Propagation:
                     if returned is not None:
                         names = tuple(p.name for p in found[1].params)
                         self.facts[key].passthrough_calls[site.written] = (names, returned)
-        self._splits()
-        self._shared_wrappers()
+        self._shared_wrappers(self._splits())
         return self.facts
 
-    def _splits(self) -> None:
+    def _splits(self) -> list[tuple[FunctionFacts, FunctionFacts, CallSite]]:
         """Which compiled functions break the graph when called: one with a sure break of its own, or a
         call to one (on every call when the break and the call are on every call's path)."""
         # (caller, callee, call site), flat: one small tuple per call between compiled functions
@@ -564,16 +563,55 @@ class _Propagation:
             written = breaking.get(id(facts))
             if written:
                 facts.breaking_calls = frozenset(written)
+        return edges
 
-    def _shared_wrappers(self) -> None:
+    def _shared_wrappers(self, edges: list[tuple[FunctionFacts, FunctionFacts, CallSite]]) -> None:
         """A decorator's wrapper is one code object for every function it decorates. Called from
         compiled code, it is inlined with the function it wraps, unless that function breaks the graph:
         then the wrapper is a Dynamo frame of its own, compiled again for each decorated function (its
-        guards on the function it closes over and on its arguments fail: torch 2.13, measured)."""
+        guards on the function it closes over and on its arguments fail: torch 2.13, measured). That
+        costs a recompile when two such functions run under one compiled call: one is reached from the
+        other, or both from a common caller (m2m_100's `@deprecate_kwarg` model, decoder and head
+        `forward`s); transformers' `@can_return_tuple` wraps 900 functions that break, one per model."""
+        if not self.decorated:
+            return
+        callers: dict[int, list[FunctionFacts]] = {}
+        for caller, callee, _ in edges:
+            callers.setdefault(id(callee), []).append(caller)
+        memo: dict[int, frozenset[int]] = {}
+
+        def roots(facts: FunctionFacts) -> frozenset[int]:
+            """The functions without a compiled caller that ``facts`` is reached from (itself, if none)."""
+            found = memo.get(id(facts))
+            if found is None:
+                seen, stack, tops = {id(facts)}, [facts], set()
+                while stack:
+                    node = stack.pop()
+                    above = callers.get(id(node))
+                    if not above:
+                        tops.add(id(node))
+                    for up in above or ():
+                        if id(up) not in seen:
+                            seen.add(id(up))
+                            stack.append(up)
+                found = memo[id(facts)] = frozenset(tops)
+            return found
+
         for key, decorated in self.decorated.items():
-            breaking = sorted((qual, path, facts.splits) for (path, qual), facts in decorated if facts.splits is not None)
-            if len(breaking) >= 2:
-                self.facts[key].shared_by = tuple(breaking)
+            breaking = [(qual, path, facts) for (path, qual), facts in decorated if facts.splits is not None]
+            if len(breaking) < 2:
+                continue
+            first_under: dict[int, int] = {}  # a root -> the first breaking function reached from it
+            together: set[int] = set()
+            for i, (_, _, facts) in enumerate(breaking):
+                for root in roots(facts):
+                    j = first_under.setdefault(root, i)
+                    if j != i:
+                        together.update((i, j))
+            if together:
+                self.facts[key].shared_by = tuple(
+                    sorted((breaking[i][0], breaking[i][1], breaking[i][2].splits) for i in together)
+                )
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
         self.p._probe(summary, fn.qualname)

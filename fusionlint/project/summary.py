@@ -978,6 +978,14 @@ class _Summarizer:
                 cls.attrs.setdefault(call.args[0].value, []).append(AttrFact(kind, "", method, call.lineno))
 
     def _attr_write(self, cls: ClassSummary, method: str, target: ast.expr, value: ast.expr, line: int) -> None:
+        if (
+            isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+        ):  # `self.scale, self.shift = Scale(), Shift()`: each target gets its value
+            for one, each in zip(target.elts, value.elts):
+                self._attr_write(cls, method, one, each, line)
+            return
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
             return
         cls.attrs.setdefault(target.attr, []).append(self._fact(value, method, line))
