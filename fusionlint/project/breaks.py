@@ -30,13 +30,15 @@ NONE, SOME_PATH, EVERY_CALL = 0, 1, 2
 
 
 def first_break(every: frozenset[int], calls: list[ast.Call], tests: list[ast.AST], spans: list[tuple[int, int]],
-                resolve: Callable[[ast.expr], Optional[str]], loggers) -> tuple[int, int]:
+                resolve: Callable[[ast.expr], Optional[str]], loggers,
+                tensor_local: Optional[Callable[[str], bool]] = None) -> tuple[int, int]:
     """(NONE / SOME_PATH / EVERY_CALL, the line of the first sure break or 0) for a function: ``calls``
     and ``tests`` (``if``, ``while``, ``assert`` statements and conditional expressions) of its traced
     body, ``every`` the ids of the calls every call of the function makes, ``spans`` its every-call
-    lines (``every_call_spans``)."""
+    lines (``every_call_spans``); ``tensor_local(name)``: the local is a tensor on every binding
+    (``p = torch.rand([])``, so ``if p < self.layerdrop:`` branches on its value)."""
     breaking = [c.lineno for c in calls if _breaks(c, resolve, loggers)]
-    tested = [t.test.lineno for t in tests if _breaking_test(t.test)]
+    tested = [t.test.lineno for t in tests if _breaking_test(t.test, tensor_local)]
     if not breaking and not tested:
         return NONE, 0
     sure = [c.lineno for c in calls if id(c) in every and _breaks(c, resolve, loggers)]
@@ -44,6 +46,25 @@ def first_break(every: frozenset[int], calls: list[ast.Call], tests: list[ast.AS
     if sure:
         return EVERY_CALL, min(sure)
     return SOME_PATH, min(breaking + tested)
+
+
+def break_conditions(calls: list[ast.Call], tests: list[ast.AST], conds: dict[int, tuple],
+                     resolve: Callable[[ast.expr], Optional[str]], loggers,
+                     tensor_local: Optional[Callable[[str], bool]] = None) -> tuple:
+    """For a function that breaks on some path only: the branch tests around each call that breaks
+    (``conds``: ``summary._branch_conditions``), when every break is such a call inside a branch
+    testing a parameter (``if ddp_cache_data is not None: ... .item()``); () when one is not, or a
+    test breaks. A compiled caller whose constants rule out every branch reaches no break."""
+    if any(_breaking_test(t.test, tensor_local) for t in tests):
+        return ()
+    out = []
+    for call in calls:
+        if _breaks(call, resolve, loggers):
+            around = conds.get(id(call))
+            if not around:
+                return ()
+            out.append(around)
+    return tuple(out)
 
 
 def every_call_spans(body: list[ast.stmt], skipped: frozenset[int], return_lines: list[int]) -> list[tuple[int, int]]:
@@ -135,16 +156,20 @@ def _reduction(node: ast.expr) -> bool:
     )
 
 
-def _breaking_test(test: ast.expr) -> bool:
+def _breaking_test(test: ast.expr, tensor_local: Optional[Callable[[str], bool]] = None) -> bool:
     """A branch test on a tensor's data: ``if mask.all():``, ``if x.max() > 10:``, ``not x.any()``,
-    ``torch.equal(a, b)`` (FL102: Dynamo cannot branch on a tensor's value)."""
+    ``torch.equal(a, b)``, a comparison of a local that is surely a tensor (m2m_100's ``p =
+    torch.rand([])`` ... ``if p < self.layerdrop:``) (FL102: Dynamo cannot branch on a tensor's value)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _breaking_test(test.operand)
+        return _breaking_test(test.operand, tensor_local)
     if isinstance(test, ast.BoolOp):
-        return _breaking_test(test.values[0])
+        return _breaking_test(test.values[0], tensor_local)
     if isinstance(test, ast.Compare):
-        return not any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops) and (
-            _reduction(test.left) or any(_reduction(c) for c in test.comparators)
+        if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops):
+            return False
+        operands = (test.left, *test.comparators)
+        return any(_reduction(o) for o in operands) or (
+            tensor_local is not None and any(isinstance(o, ast.Name) and tensor_local(o.id) for o in operands)
         )
     if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr == "equal":
         return isinstance(test.func.value, ast.Name) and test.func.value.id == "torch"

@@ -521,32 +521,46 @@ class _Propagation:
         self._shared_wrappers(self._splits())
         return self.facts
 
-    def _splits(self) -> list[tuple[FunctionFacts, FunctionFacts, CallSite]]:
+    def _splits(self) -> list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]:
         """Which compiled functions break the graph when called: one with a sure break of its own, or a
         call to one (on every call when the break and the call are on every call's path)."""
-        # (caller, callee, call site), flat: one small tuple per call between compiled functions
-        edges: list[tuple[FunctionFacts, FunctionFacts, CallSite]] = []
+        # (caller, callee, call site, whether the constants the call passes rule out every break of the
+        # callee's own), flat: one small tuple per call between compiled functions
+        edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]] = []
         for key, (summary, fn) in self.where.items():
             facts = self.facts[key]
-            if fn.breaks:
+            if fn.breaks and not (fn.break_conds and _breaks_ruled_out(fn.break_conds, facts.constants)):
                 facts.splits = f"line {fn.break_line}"
                 facts.splits_every_call = fn.breaks == 2
             hosts = None
+            known = {n: c for n, c in facts.constants.items() if c is not None}
             for site in fn.calls:
+                if known and dead_branch(site.conds, known):
+                    continue  # in a branch the constants every compiled caller passes rule out
                 found = self._callee(summary, fn, site)
                 if found is not None:
                     callee = self.facts.get((found[0].path, found[1].qualname))
                     if callee is not None and callee is not facts:
-                        edges.append((facts, callee, site))
+                        spared = False
+                        if found[1].break_conds and site.consts is not None:
+                            params = found[1].params[1:] if found[2] and not found[1].static else found[1].params
+                            spared = _breaks_ruled_out(found[1].break_conds, _passed(site, params, known, found[1].star))
+                        edges.append((facts, callee, site, spared))
                     if found[1].returns_host and site.written:
                         hosts = (hosts or set()) | {site.written}
             if hosts:
                 facts.host_calls = frozenset(hosts)
+        # the functions that break through a call (not only through a break of their own, which a
+        # call's constants may rule out)
+        via_calls: set[int] = set()
         for _ in range(8):  # call chains longer than this are not followed
             changed = False
-            for facts, callee, site in edges:
-                if callee.splits is None:
+            for facts, callee, site, spared in edges:
+                if callee.splits is None or (spared and id(callee) not in via_calls):
                     continue
+                if id(facts) not in via_calls:
+                    via_calls.add(id(facts))
+                    changed = True
                 if facts.splits is None:
                     facts.splits = f"`{site.written or site.target}` at line {site.line}, which breaks"
                     changed = True
@@ -556,8 +570,8 @@ class _Propagation:
             if not changed:
                 break
         breaking: dict[int, set[str]] = {}
-        for facts, callee, site in edges:
-            if site.written and callee.splits_every_call:
+        for facts, callee, site, spared in edges:
+            if site.written and callee.splits_every_call and not (spared and id(callee) not in via_calls):
                 breaking.setdefault(id(facts), set()).add(site.written)
         for facts in self.facts.values():
             written = breaking.get(id(facts))
@@ -565,7 +579,7 @@ class _Propagation:
                 facts.breaking_calls = frozenset(written)
         return edges
 
-    def _shared_wrappers(self, edges: list[tuple[FunctionFacts, FunctionFacts, CallSite]]) -> None:
+    def _shared_wrappers(self, edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]) -> None:
         """A decorator's wrapper is one code object for every function it decorates. Called from
         compiled code, it is inlined with the function it wraps, unless that function breaks the graph:
         then the wrapper is a Dynamo frame of its own, compiled again for each decorated function (its
@@ -576,7 +590,7 @@ class _Propagation:
         if not self.decorated:
             return
         callers: dict[int, list[FunctionFacts]] = {}
-        for caller, callee, _ in edges:
+        for caller, callee, _, _ in edges:
             callers.setdefault(id(callee), []).append(caller)
         memo: dict[int, frozenset[int]] = {}
 
@@ -739,7 +753,7 @@ class _Propagation:
         if callee_facts.kind == "helper":
             # a method of this object (not `self.processor(...)`, an attribute object's __call__)
             same_object = site.how in ("self", "super") and callee.name == site.target
-            changed = _pass_constants(site, params, callee_facts.constants, known, same_object) or changed
+            changed = _pass_constants(site, params, callee_facts.constants, known, same_object, callee.star) or changed
             changed = self._note_varying(site, params, facts, callee_facts, summary.path) or changed
         if changed and not self.queued[(callee_file.path, callee.qualname)]:
             self._queue(callee_file, callee)
@@ -961,26 +975,10 @@ def _self_truths(site: CallSite, same_object: bool) -> dict[str, str]:
 
 
 def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]], known: dict[str, str],
-                    same_object: bool = False) -> bool:
+                    same_object: bool = False, star: Optional[str] = None) -> bool:
     """Join the constants one compiled call passes into the callee's; True when they changed."""
     changed = _join_self_truths(_self_truths(site, same_object), constants)
-    if site.consts is None:
-        passed = {p.name: None for p in params}
-    else:
-        positional, keywords = site.consts
-        by_name = dict(keywords)
-        passed = {}
-        for i, param in enumerate(params):
-            if i < len(positional):
-                value = positional[i]
-            elif param.name in by_name:
-                value = by_name[param.name]
-            else:
-                value = param.literal  # the default: its repr, or None when it is not a constant
-            if isinstance(value, tuple):  # a parameter of the caller passed on
-                value = known.get(value[1])
-            # a size or a loop index: `is None` is all it decides
-            passed[param.name] = NOT_NONE if value in (DIM_SIZE, DIM_SIZES, LOOP_INDEX, HOST_VALUE) else value
+    passed = _passed(site, params, known, star)
     for name, value in passed.items():
         if name not in constants:
             constants[name] = value
@@ -989,6 +987,30 @@ def _pass_constants(site: CallSite, params, constants: dict[str, Optional[str]],
             constants[name] = None
             changed = True
     return changed
+
+
+def _passed(site: CallSite, params, known: dict[str, str], star: Optional[str] = None) -> dict[str, Optional[str]]:
+    """What one call passes each parameter: the repr of a constant (a default when not passed), or None;
+    for a ``*star`` parameter, how many values it gets, as ``len(star)`` (``if len(caches) == 1:``)."""
+    if site.consts is None:
+        return {p.name: None for p in params} | ({f"len({star})": None} if star else {})
+    positional, keywords = site.consts
+    by_name = dict(keywords)
+    passed = {}
+    for i, param in enumerate(params):
+        if i < len(positional):
+            value = positional[i]
+        elif param.name in by_name:
+            value = by_name[param.name]
+        else:
+            value = param.literal  # the default: its repr, or None when it is not a constant
+        if isinstance(value, tuple):  # a parameter of the caller passed on
+            value = known.get(value[1])
+        # a size or a loop index: `is None` is all it decides
+        passed[param.name] = NOT_NONE if value in (DIM_SIZE, DIM_SIZES, LOOP_INDEX, HOST_VALUE) else value
+    if star:
+        passed[f"len({star})"] = repr(max(0, len(positional) - len(params)))
+    return passed
 
 
 def _join_self_truths(truths: dict[str, str], constants: dict[str, Optional[str]]) -> bool:
@@ -1010,6 +1032,13 @@ def _join_self_truths(truths: dict[str, str], constants: dict[str, Optional[str]
             constants[name] = None
             changed = True
     return changed
+
+
+def _breaks_ruled_out(break_conds: tuple, constants: dict[str, Optional[str]]) -> bool:
+    """Every break of a function is in a branch that the constants all its compiled callers pass rule
+    out (``DynamicCache(config=...)``: its ``.item()`` is under ``if ddp_cache_data is not None:``)."""
+    known = {n: c for n, c in constants.items() if c is not None}
+    return bool(known) and all(dead_branch(conds, known) for conds in break_conds)
 
 
 def dead_branch(conds, known: dict[str, str]) -> bool:
@@ -1061,7 +1090,9 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     ]
     functions = [
         (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
-         fn.wrappers, (tuple(fn.calls), fn.returns, fn.tensor_uses) if fn.qualname in entered else None)
+         fn.wrappers,
+         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host)
+         if fn.qualname in entered else None)
         for fn in summary.functions.values()
         if fn.qualname in entered or fn.qualname in probed
         or (fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators))

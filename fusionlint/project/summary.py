@@ -20,7 +20,7 @@ from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
-from fusionlint.project.breaks import every_call_spans, first_break, on_spans, reads_tensor_value
+from fusionlint.project.breaks import SOME_PATH, break_conditions, every_call_spans, first_break, on_spans, reads_tensor_value
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
@@ -148,6 +148,9 @@ class FunctionSummary:
     # EVERY_CALL, and the line of the first one
     breaks: int = 0
     break_line: int = 0
+    # for SOME_PATH: the branch tests around each break, when each is in a branch on a parameter
+    # (breaks.break_conditions); a caller passing constants that rule them all out reaches none
+    break_conds: tuple = ()
     # a `return` hands back a value read from a tensor (`return int(index.max()) + 1`: _is_host_value)
     returns_host: bool = False
 
@@ -212,13 +215,19 @@ _COMPARISONS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"
 
 
 def _param_test(test: ast.expr, params: frozenset[str]) -> Optional[tuple[str, str, str]]:
-    """``value == "full"`` / ``"full" == value`` / ``mask is None`` / ``x is not None`` on a parameter."""
+    """``value == "full"`` / ``"full" == value`` / ``mask is None`` / ``x is not None`` / ``len(args) == 1``
+    on a parameter."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _COMPARISONS):
         return None
     left, right = test.left, test.comparators[0]
     if isinstance(right, ast.Name) and not isinstance(left, ast.Name):
         left, right = right, left
     literal = _literal(right)
+    if (
+        isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" and len(left.args) == 1
+        and isinstance(left.args[0], ast.Name) and left.args[0].id in params and literal is not None
+    ):  # `len(caches) == 1` on a `*caches` parameter: the number of extra positional arguments a call passes
+        return f"len({left.args[0].id})", _COMPARISONS[type(test.ops[0])], literal
     if not (isinstance(left, ast.Name) and left.id in params and literal is not None):
         return None
     return left.id, _COMPARISONS[type(test.ops[0])], literal
@@ -847,7 +856,7 @@ class _Summarizer:
         elements = _loop_elements(body_nodes)
         # parameters never re-bound in the body: what a caller passes is what the branches test
         bound = _binding_counts(body_nodes)
-        fixed = frozenset(p.name for p in params) - bound.keys()
+        fixed = frozenset([*(p.name for p in params), *([args.vararg.arg] if args.vararg else ())]) - bound.keys()
         # locals bound once, by a value that is never None: passed on, they still decide `is None` tests
         set_once = _set_once_not_none(body_nodes, bound) - {p.name for p in params}
         # `self.x = ...` and `self[i] = ...` change the object, not the name: its attributes' tests
@@ -867,7 +876,15 @@ class _Summarizer:
             traced_tests = [t for t in tests if id(t) not in inside]
         spans = every_call_spans(node.body, frozenset(id(st) for st in eager), return_lines)
         every = frozenset(id(c) for c in traced if on_spans(c.lineno, spans))
-        breaks, break_line = first_break(every, traced, traced_tests, spans, lambda f: resolve(f, aliases), self.out.loggers)
+        env = values.env  # a parameter's value holds its ("param", name) atom: never a tensor alone
+        tensor_local = lambda name: env.get(name) == _TENSOR_VALUE  # noqa: E731
+        breaks, break_line = first_break(
+            every, traced, traced_tests, spans, lambda f: resolve(f, aliases), self.out.loggers, tensor_local
+        )
+        break_conds = (
+            break_conditions(traced, traced_tests, conds, lambda f: resolve(f, aliases), self.out.loggers, tensor_local)
+            if breaks == SOME_PATH and conds else ()
+        )
         names = frozenset(p.name for p in params)
         (sized, hosted), indices = _sized_and_hosted_locals(body_nodes, names, values), _loop_indices(body_nodes, names, bound)
         sites = [s for s in (self._site(c, values, elements, fixed, conds, set_once, sized, indices, every, hosted)
@@ -886,7 +903,7 @@ class _Summarizer:
             static, decorators, tuple(sites), frozenset(uses) or NO_NAMES, _line(node.lineno), returned,
             items, _bool_items(returns, values, body_nodes, aliases) if items is not None else NO_POSITIONS,
             tuple(tuple(_shared(values.of(r.elts[i])) for r in returns) for i in range(items[0])) if items else (),
-            breaks=breaks, break_line=_line(break_line),
+            breaks=breaks, break_line=_line(break_line), break_conds=_shared(break_conds) if break_conds else (),
             returns_host=bool(breaks) and any(_is_host_value(r, hosted) and not values.of(r) for r in returns),
         )
         self.out.functions.setdefault(qual, info)
