@@ -52,7 +52,9 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
         facts = model.function_facts(path, qual)
         if facts is None:
             continue
-        if fn.frames is None:
+        if fn.frames is None or facts.shared_by:
+            # a wrapper shared by breaking functions: the chain from their common caller (FL209), the
+            # module whose compile shows its recompiles
             fn.frames, fn.kind = facts.frames, facts.kind
         entry_reason = f"parameter of {facts.chain}"
         fn.tensor_params = {n: why for n, why in facts.tensor_params.items() if why != entry_reason}

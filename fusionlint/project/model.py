@@ -589,10 +589,11 @@ class _Propagation:
         `forward`s); transformers' `@can_return_tuple` wraps 900 functions that break, one per model."""
         if not self.decorated:
             return
-        callers: dict[int, list[FunctionFacts]] = {}
-        for caller, callee, _, _ in edges:
-            callers.setdefault(id(callee), []).append(caller)
+        callers: dict[int, list[tuple[FunctionFacts, CallSite]]] = {}
+        for caller, callee, site, _ in edges:
+            callers.setdefault(id(callee), []).append((caller, site))
         memo: dict[int, frozenset[int]] = {}
+        by_id: dict[int, FunctionFacts] = {}
 
         def roots(facts: FunctionFacts) -> frozenset[int]:
             """The functions without a compiled caller that ``facts`` is reached from (itself, if none)."""
@@ -604,7 +605,8 @@ class _Propagation:
                     above = callers.get(id(node))
                     if not above:
                         tops.add(id(node))
-                    for up in above or ():
+                        by_id[id(node)] = node
+                    for up, _ in above or ():
                         if id(up) not in seen:
                             seen.add(id(up))
                             stack.append(up)
@@ -617,15 +619,22 @@ class _Propagation:
                 continue
             first_under: dict[int, int] = {}  # a root -> the first breaking function reached from it
             together: set[int] = set()
+            shared_root = None
             for i, (_, _, facts) in enumerate(breaking):
-                for root in roots(facts):
+                for root in sorted(roots(facts), key=lambda r: by_id[r].frames):  # not by id: the same in every run
                     j = first_under.setdefault(root, i)
                     if j != i:
                         together.update((i, j))
+                        shared_root = shared_root or (root, facts)
             if together:
-                self.facts[key].shared_by = tuple(
+                wrapper = self.facts[key]
+                wrapper.shared_by = tuple(
                     sorted((breaking[i][0], breaking[i][1], breaking[i][2].splits) for i in together)
                 )
+                # the chain from a caller of two of them: the module whose compile shows the recompile
+                path = _path_from(shared_root[0], shared_root[1], callers)
+                if path is not None:
+                    wrapper.frames = path + wrapper.frames[-1:]
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
         self.p._probe(summary, fn.qualname)
@@ -1032,6 +1041,28 @@ def _join_self_truths(truths: dict[str, str], constants: dict[str, Optional[str]
             constants[name] = None
             changed = True
     return changed
+
+
+def _path_from(root: int, facts: FunctionFacts, callers: dict[int, list]) -> Optional[tuple[str, ...]]:
+    """The frames of a call chain from the function with id ``root`` down to ``facts``: the root's own
+    frames, then each callee as its caller writes it (``callers``: id -> [(caller, call site)])."""
+    below: dict[int, Optional[tuple[FunctionFacts, FunctionFacts, CallSite]]] = {id(facts): None}
+    stack = [facts]
+    while stack:
+        node = stack.pop()
+        if id(node) == root:
+            frames = list(node.frames)
+            step = below[id(node)]
+            while step is not None:
+                _, callee, site = step
+                frames.append(site.written or site.target)
+                step = below[id(callee)]
+            return tuple(frames)
+        for up, site in callers.get(id(node), ()):
+            if id(up) not in below:
+                below[id(up)] = (up, node, site)
+                stack.append(up)
+    return None
 
 
 def _breaks_ruled_out(break_conds: tuple, constants: dict[str, Optional[str]]) -> bool:
