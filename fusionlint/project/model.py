@@ -477,8 +477,8 @@ class _Propagation:
         # (id of the callee's facts, parameter) -> (the first constant a compiled call passed it, the
         # caller's path, the call's line)
         self.first_passed: dict[tuple, tuple[str, str, int]] = {}
-        # a decorator's wrapper -> the functions it decorates: (their key, their facts)
-        self.decorated: dict[tuple[str, str], list[tuple[tuple[str, str], FunctionFacts]]] = {}
+        # a decorator's wrapper -> the keys of the functions it decorates (the tuples ``facts`` is keyed by)
+        self.decorated: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
         for summary in list(self.p.files.values()):
@@ -533,16 +533,21 @@ class _Propagation:
                 facts.splits = f"line {fn.break_line}"
                 facts.splits_every_call = fn.breaks == 2
             hosts = None
-            known = {n: c for n, c in facts.constants.items() if c is not None}
+            known = None  # the constants every compiled caller passes: made when a call needs them
             for site in fn.calls:
-                if known and dead_branch(site.conds, known):
-                    continue  # in a branch the constants every compiled caller passes rule out
+                if site.conds and facts.constants:
+                    if known is None:
+                        known = {n: c for n, c in facts.constants.items() if c is not None}
+                    if known and dead_branch(site.conds, known):
+                        continue  # in a branch the constants every compiled caller passes rule out
                 found = self._callee(summary, fn, site)
                 if found is not None:
                     callee = self.facts.get((found[0].path, found[1].qualname))
                     if callee is not None and callee is not facts:
                         spared = False
                         if found[1].break_conds and site.consts is not None:
+                            if known is None:
+                                known = {n: c for n, c in facts.constants.items() if c is not None}
                             params = found[1].params[1:] if found[2] and not found[1].static else found[1].params
                             spared = _breaks_ruled_out(found[1].break_conds, _passed(site, params, known, found[1].star))
                         edges.append((facts, callee, site, spared))
@@ -589,9 +594,10 @@ class _Propagation:
         `forward`s); transformers' `@can_return_tuple` wraps 900 functions that break, one per model."""
         if not self.decorated:
             return
-        callers: dict[int, list[tuple[FunctionFacts, CallSite]]] = {}
-        for caller, callee, site, _ in edges:
-            callers.setdefault(id(callee), []).append((caller, site))
+        # id of a callee -> the edges into it (the tuples of ``edges`` themselves: no new ones)
+        callers: dict[int, list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]] = {}
+        for edge in edges:
+            callers.setdefault(id(edge[1]), []).append(edge)
         memo: dict[int, frozenset[int]] = {}
         by_id: dict[int, FunctionFacts] = {}
 
@@ -606,7 +612,7 @@ class _Propagation:
                     if not above:
                         tops.add(id(node))
                         by_id[id(node)] = node
-                    for up, _ in above or ():
+                    for up, *_ in above or ():
                         if id(up) not in seen:
                             seen.add(id(up))
                             stack.append(up)
@@ -614,7 +620,7 @@ class _Propagation:
             return found
 
         for key, decorated in self.decorated.items():
-            breaking = [(qual, path, facts) for (path, qual), facts in decorated if facts.splits is not None]
+            breaking = [(qual, path, self.facts[path, qual]) for path, qual in decorated if self.facts[path, qual].splits is not None]
             if len(breaking) < 2:
                 continue
             first_under: dict[int, int] = {}  # a root -> the first breaking function reached from it
@@ -649,10 +655,11 @@ class _Propagation:
             facts.tensor_params.update(_entry_params(fn, facts.chain, kind))
         self._queue(summary, fn)
         for decorator in fn.decorators:
-            self._enter_wrappers(summary, fn, decorator, facts)
+            self._enter_wrappers(summary, fn, decorator, facts, key)
         return facts
 
-    def _enter_wrappers(self, summary: FileSummary, fn: FunctionSummary, decorator: str, facts: FunctionFacts) -> None:
+    def _enter_wrappers(self, summary: FileSummary, fn: FunctionSummary, decorator: str, facts: FunctionFacts,
+                        key: tuple[str, str]) -> None:
         """``@checked def forward(...)``: what runs is the function ``checked`` returns, which calls
         ``forward``; Dynamo traces that wrapper too (torch 2.13: an ``.item()`` in it breaks the graph)."""
         if not decorator or decorator in _COMPILE_DECORATORS:
@@ -676,7 +683,7 @@ class _Propagation:
             wrapped = self._enter(owner, wrapper, facts.frames + (f"@{decorator.rsplit('.', 1)[-1]} ({where})",), "helper")
             if wrapped is None:
                 continue
-            self.decorated.setdefault((owner.path, qual), []).append(((summary.path, fn.qualname), facts))
+            self.decorated.setdefault((owner.path, qual), []).append(key)
             for param in wrapper.params:  # `def wrapper(self, x)` around `forward(self, x)`
                 why = facts.tensor_params.get(param.name)
                 if why is not None and param.name not in wrapped.tensor_params:
@@ -1045,7 +1052,7 @@ def _join_self_truths(truths: dict[str, str], constants: dict[str, Optional[str]
 
 def _path_from(root: int, facts: FunctionFacts, callers: dict[int, list]) -> Optional[tuple[str, ...]]:
     """The frames of a call chain from the function with id ``root`` down to ``facts``: the root's own
-    frames, then each callee as its caller writes it (``callers``: id -> [(caller, call site)])."""
+    frames, then each callee as its caller writes it (``callers``: id -> [(caller, callee, call site, _)])."""
     below: dict[int, Optional[tuple[FunctionFacts, FunctionFacts, CallSite]]] = {id(facts): None}
     stack = [facts]
     while stack:
@@ -1058,7 +1065,7 @@ def _path_from(root: int, facts: FunctionFacts, callers: dict[int, list]) -> Opt
                 frames.append(site.written or site.target)
                 step = below[id(callee)]
             return tuple(frames)
-        for up, site in callers.get(id(node), ()):
+        for up, _, site, _ in callers.get(id(node), ()):
             if id(up) not in below:
                 below[id(up)] = (up, node, site)
                 stack.append(up)
