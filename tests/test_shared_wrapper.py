@@ -179,3 +179,34 @@ def test_a_comparison_of_a_local_tensor_breaks_the_function(tmp_path):
                 return x * 2
         """})
     assert _splits(root, "net.py", "Drop.forward") == "line 7"  # `if p < 0.1:`
+
+
+CHECKED = HEAD + """
+class Checked(nn.Module):
+    def forward(self, x):
+        assert x.abs().max() < 100
+        p = torch.rand([])
+        assert p < 2.0
+        return x * 2
+"""
+
+
+def test_an_assert_on_a_tensor_does_not_break_the_function(tmp_path):
+    root = project(tmp_path, {"net.py": CHECKED})
+    assert _splits(root, "net.py", "Checked.forward") is None
+
+
+def test_those_asserts_give_no_graph_break_on_the_installed_torch(tmp_path):
+    need("torch", "the claim is about torch.compile")
+    import torch
+
+    # a module of its own: pytest rewrites the asserts of test modules into branches that do break
+    path = project(tmp_path, {"net.py": CHECKED}) / "net.py"
+    spec = importlib.util.spec_from_file_location("fl_checked", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch._dynamo.reset()
+    try:
+        assert torch._dynamo.explain(module.Checked())(torch.randn(3)).graph_break_count == 0
+    finally:
+        torch._dynamo.reset()
