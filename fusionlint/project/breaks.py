@@ -33,8 +33,8 @@ def first_break(every: frozenset[int], calls: list[ast.Call], tests: list[ast.AS
                 resolve: Callable[[ast.expr], Optional[str]], loggers,
                 tensor_local: Optional[Callable[[str], bool]] = None) -> tuple[int, int]:
     """(NONE / SOME_PATH / EVERY_CALL, the line of the first sure break or 0) for a function: ``calls``
-    and ``tests`` (``if``, ``while``, ``assert`` statements and conditional expressions) of its traced
-    body, ``every`` the ids of the calls every call of the function makes, ``spans`` its every-call
+    and ``tests`` (``if``, ``while``, ``assert`` statements and conditional expressions; an ``assert``
+    never counts: ``_branches``) of its traced body, ``every`` the ids of the calls every call of the function makes, ``spans`` its every-call
     lines (``every_call_spans``); ``tensor_local(name)``: the local is a tensor on every binding
     (``p = torch.rand([])``, so ``if p < self.layerdrop:`` branches on its value)."""
     breaking = [c.lineno for c in calls if _breaks(c, resolve, loggers)]

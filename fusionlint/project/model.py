@@ -591,7 +591,8 @@ class _Propagation:
         guards on the function it closes over and on its arguments fail: torch 2.13, measured). That
         costs a recompile when two such functions run under one compiled call: one is reached from the
         other, or both from a common caller (m2m_100's `@deprecate_kwarg` model, decoder and head
-        `forward`s); transformers' `@can_return_tuple` wraps 900 functions that break, one per model."""
+        `forward`s); transformers' `@can_return_tuple` wraps hundreds of functions that break, mostly one per
+        model."""
         if not self.decorated:
             return
         # id of a callee -> the edges into it (the tuples of ``edges`` themselves: no new ones)
