@@ -208,12 +208,12 @@ def _varying_names(fn: FunctionInfo) -> dict[str, str]:
     if isinstance(params.star_kwarg, cst.Param):
         out[params.star_kwarg.name.value] = "the keyword arguments"
         own.add(params.star_kwarg.name.value)
+    # the decorated function is a parameter of the function that defines the wrapper (`wrapper(func)`);
+    # a decorator factory's own parameters (`deprecate_kwarg(old_name, ...)`) are the same for each use
     enclosing: set[str] = set()
-    parent = fn.parent
-    while parent is not None:
-        p = parent.node.params
+    if fn.parent is not None:
+        p = fn.parent.node.params
         enclosing.update(q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params))
-        parent = parent.parent
     for call in iter_nodes(fn.node.body, (cst.Call,)):
         if isinstance(call.func, cst.Name) and call.func.value in enclosing - own:
             out[call.func.value] = "the decorated function"
