@@ -474,9 +474,15 @@ class _Propagation:
         # propagation's time on transformers
         self.queued: Counter = Counter()
         self.returns: set[tuple[str, str]] = set()  # compiled functions that return a tensor
-        # (id of the callee's facts, parameter) -> (the first constant a compiled call passed it, the
-        # caller's path, the call's line)
-        self.first_passed: dict[tuple, tuple[str, str, int]] = {}
+        # (id of the callee's facts, parameter) -> the distinct constants compiled calls pass it: (the
+        # constant, the caller's path, the call's line, the caller's facts)
+        self.passed: dict[tuple, list[tuple[str, str, int, FunctionFacts]]] = {}
+        # (id of the callee's facts, parameter) -> why it varies: a size, a loop index... ("sure"), two
+        # callers passing other constants ("pairs": how, the two callers), a caller's parameter that
+        # varies ("derived": how, the caller's facts, its parameter); sorted out after the propagation
+        # (_keep_cocompiled_varying): constants that differ only between calls of separately compiled
+        # models recompile nothing
+        self.why_varying: dict[tuple, dict] = {}
         # a decorator's wrapper -> the keys of the functions it decorates (the tuples ``facts`` is keyed by)
         self.decorated: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
@@ -518,7 +524,9 @@ class _Propagation:
                     if returned is not None:
                         names = tuple(p.name for p in found[1].params)
                         self.facts[key].passthrough_calls[site.written] = (names, returned)
-        self._shared_wrappers(self._splits())
+        graph = _CallGraph(self._splits())
+        self._keep_cocompiled_varying(graph.roots)
+        self._shared_wrappers(graph)
         return self.facts
 
     def _splits(self) -> list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]:
@@ -584,42 +592,16 @@ class _Propagation:
                 facts.breaking_calls = frozenset(written)
         return edges
 
-    def _shared_wrappers(self, edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]) -> None:
+    def _shared_wrappers(self, graph: "_CallGraph") -> None:
         """A decorator's wrapper is one code object for every function it decorates. Called from
         compiled code, it is inlined with the function it wraps, unless that function breaks the graph:
         then the wrapper is a Dynamo frame of its own, compiled again for each decorated function (its
         guards on the function it closes over and on its arguments fail: torch 2.13, measured). That
         costs a recompile when two such functions run under one compiled call: one is reached from the
         other, or both from a common caller (m2m_100's `@deprecate_kwarg` model, decoder and head
-        `forward`s); transformers' `@can_return_tuple` wraps hundreds of functions that break, mostly one per
-        model."""
-        if not self.decorated:
-            return
-        # id of a callee -> the edges into it (the tuples of ``edges`` themselves: no new ones)
-        callers: dict[int, list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]] = {}
-        for edge in edges:
-            callers.setdefault(id(edge[1]), []).append(edge)
-        memo: dict[int, frozenset[int]] = {}
-        by_id: dict[int, FunctionFacts] = {}
-
-        def roots(facts: FunctionFacts) -> frozenset[int]:
-            """The functions without a compiled caller that ``facts`` is reached from (itself, if none)."""
-            found = memo.get(id(facts))
-            if found is None:
-                seen, stack, tops = {id(facts)}, [facts], set()
-                while stack:
-                    node = stack.pop()
-                    above = callers.get(id(node))
-                    if not above:
-                        tops.add(id(node))
-                        by_id[id(node)] = node
-                    for up, *_ in above or ():
-                        if id(up) not in seen:
-                            seen.add(id(up))
-                            stack.append(up)
-                found = memo[id(facts)] = frozenset(tops)
-            return found
-
+        `forward`s); transformers' `@can_return_tuple` wraps hundreds of functions that break, mostly
+        one per model."""
+        roots, by_id = graph.roots, graph.by_id
         for key, decorated in self.decorated.items():
             breaking = [(qual, path, self.facts[path, qual]) for path, qual in decorated if self.facts[path, qual].splits is not None]
             if len(breaking) < 2:
@@ -639,7 +621,7 @@ class _Propagation:
                     sorted((breaking[i][0], breaking[i][1], breaking[i][2].splits) for i in together)
                 )
                 # the chain from a caller of two of them: the module whose compile shows the recompile
-                path = _path_from(shared_root[0], shared_root[1], callers)
+                path = _path_from(shared_root[0], shared_root[1], graph.callers)
                 if path is not None:
                     wrapper.frames = path + wrapper.frames[-1:]
 
@@ -785,13 +767,16 @@ class _Propagation:
         by_name = dict(keywords)
         changed = False
         for i, param in enumerate(params):
-            if callee.varying and param.name in callee.varying:
-                continue
             value = positional[i] if i < len(positional) else by_name.get(param.name, param.literal)
-            how = None
+            key = (id(callee), param.name)
+            why = self.why_varying.get(key)
+            if why is not None and why["sure"] is not None:
+                continue  # varies whatever the other calls pass
+            how = kind = None
             if isinstance(value, tuple):  # a parameter of the caller passed on
                 if caller.varying and value[1] in caller.varying:
                     how = f"`{value[1]}` at {path}:{site.line}, which varies: {caller.varying[value[1]]}"
+                    kind = ("derived", how, caller, value[1])
                 else:
                     value = caller.constants.get(value[1])
             if how is None and value == DIM_SIZE:
@@ -803,17 +788,62 @@ class _Propagation:
             elif how is None and value == HOST_VALUE:
                 how = f"a value read from a tensor at {path}:{site.line}"
             elif how is None and value is not None and not value.startswith("<"):
-                first = self.first_passed.setdefault((id(callee), param.name), (value, path, site.line))
-                if first[0] != value and first[1:] == (path, site.line):  # two calls on one line: the line once
-                    how = f"{first[0]} and {value} at {path}:{site.line}"
-                elif first[0] != value:
-                    how = f"{first[0]} at {first[1]}:{first[2]}, {value} at {path}:{site.line}"
-            if how is not None:
-                if callee.varying is None:
-                    callee.varying = {}
+                seen = self.passed.setdefault(key, [])
+                other = next((p for p in seen if p[0] != value), None)
+                if other is not None and other[1:3] == (path, site.line):  # two calls on one line: the line once
+                    how = f"{other[0]} and {value} at {path}:{site.line}"
+                elif other is not None:
+                    how = f"{other[0]} at {other[1]}:{other[2]}, {value} at {path}:{site.line}"
+                if how is not None:
+                    kind = ("pair", how, other[3], caller)
+                if not any(p[0] == value and p[3] is caller for p in seen):
+                    seen.append((value, path, site.line, caller))
+            if how is None:
+                continue
+            if why is None:
+                why = self.why_varying[key] = {"sure": None, "pairs": [], "derived": [], "facts": callee, "name": param.name}
+            if kind is None:
+                why["sure"] = how
+            elif kind[0] == "pair":
+                why["pairs"].append(kind[1:])
+            else:
+                why["derived"].append(kind[1:])
+            if callee.varying is None:
+                callee.varying = {}
+            if param.name not in callee.varying or kind is None:
                 callee.varying[param.name] = how
                 changed = True
         return changed
+
+    def _keep_cocompiled_varying(self, roots) -> None:
+        """Drop what varies only between callers that no compiled call runs together (``roots``: the
+        functions without a compiled caller each one is reached from): a helper called with `'sum'`
+        in one model and `'max'` in another is compiled once in each. What varies because a caller's
+        parameter varies goes with it."""
+        kept: dict[tuple, Optional[str]] = {}
+        for key, why in self.why_varying.items():
+            if why["sure"] is not None:
+                kept[key] = why["sure"]
+            else:
+                kept[key] = next((how for how, a, b in why["pairs"] if a is b or roots(a) & roots(b)), None)
+        changed = True
+        while changed:  # a derived reason holds while the caller's parameter still varies
+            changed = False
+            for key, why in self.why_varying.items():
+                if kept[key] is None:
+                    for how, caller, name in why["derived"]:
+                        if kept.get((id(caller), name)) is not None:
+                            kept[key] = how
+                            changed = True
+                            break
+        for key, why in self.why_varying.items():
+            facts, name = why["facts"], why["name"]
+            if kept[key] is None:
+                facts.varying.pop(name, None)
+                if not facts.varying:
+                    facts.varying = None
+            else:
+                facts.varying[name] = kept[key]
 
     def _queue(self, summary: FileSummary, fn: FunctionSummary) -> None:
         self.queue.append((summary, fn))
@@ -1049,6 +1079,37 @@ def _join_self_truths(truths: dict[str, str], constants: dict[str, Optional[str]
             constants[name] = None
             changed = True
     return changed
+
+
+class _CallGraph:
+    """The compiled call edges read upwards: who calls each function, and the functions without a
+    compiled caller that each is reached from (its roots: the modules a user compiles)."""
+
+    def __init__(self, edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]) -> None:
+        # id of a callee -> the edges into it (the tuples of ``edges`` themselves: no new ones)
+        self.callers: dict[int, list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]] = {}
+        for edge in edges:
+            self.callers.setdefault(id(edge[1]), []).append(edge)
+        self._memo: dict[int, frozenset[int]] = {}
+        self.by_id: dict[int, FunctionFacts] = {}  # the roots met so far
+
+    def roots(self, facts: FunctionFacts) -> frozenset[int]:
+        """The ids of the functions without a compiled caller that ``facts`` is reached from (itself, if none)."""
+        found = self._memo.get(id(facts))
+        if found is None:
+            seen, stack, tops = {id(facts)}, [facts], set()
+            while stack:
+                node = stack.pop()
+                above = self.callers.get(id(node))
+                if not above:
+                    tops.add(id(node))
+                    self.by_id[id(node)] = node
+                for up, *_ in above or ():
+                    if id(up) not in seen:
+                        seen.add(id(up))
+                        stack.append(up)
+            found = self._memo[id(facts)] = frozenset(tops)
+        return found
 
 
 def _path_from(root: int, facts: FunctionFacts, callers: dict[int, list]) -> Optional[tuple[str, ...]]:
