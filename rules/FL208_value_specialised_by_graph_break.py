@@ -21,8 +21,10 @@ _DOCS = """
 Flags the line where a frame that a graph break starts first reads a Python value that changes from
 call to call:
 - a parameter of a function that breaks the graph, when its compiled callers pass it different
-  constants (`scatter(x, i, reduce="sum")` here, `reduce="max"` there), the default at one call and a
-  value at another, a tensor size (`n=x.size(0)`, `size=(N, N)` with `N = x.size(0)`, `x.shape`), a
+  constants (`scatter(x, i, reduce="sum")` here, `reduce="max"` there; two callers that run under one
+  compiled call: the same function, one reaching the other, or a common caller reaching both, since
+  a helper called with `"sum"` in one model and `"max"` in another is compiled once in each), the
+  default at one call and a value at another, a tensor size (`n=x.size(0)`, `size=(N, N)` with `N = x.size(0)`, `x.shape`), a
   value read from a tensor (`int(x.max())`), or the index of a loop (`for i in range(n): build(x, i)`);
   for a tuple of sizes, the first read of an element (`a, b = size` then `a`), not `size is None`;
 - a local variable holding a size of a dimension (`b = x.size(0)`, `B, C, H, W = x.shape`) that is
@@ -38,7 +40,7 @@ that surely breaks (the project model's break summary: `print`, a logger, `.item
 `int(x.max())`, ...). The finding sits on the expression that uses the value: the line Dynamo names.
 
 Off by default (`--extend-select FL208`): the fix is the graph break, which its own finding reports,
-and on the recall bench a failed guard was recorded at only 17 of the 74 lines it reported that the
+and on the recall bench a failed guard was recorded at only 17 of the 69 lines it reported that the
 models ran (a lower bound: an input's size guard that fails first hides the value guard behind it;
 a value read from a tensor that stays the same on the bench's inputs, like a mask's `.any().item()`,
 never fails its guard; a helper that breaks on some calls only is inlined on the others).
@@ -104,7 +106,7 @@ class ValueSpecialisedByGraphBreak(Rule):
     name = "value-specialised-by-graph-break"
     message = "a Python value that changes between calls enters a frame that a graph break starts: each new value recompiles it"
     effects = (Effect.RECOMPILE,)
-    # off by default: the recall bench records a failed guard at 17 of the 74 lines it reports that the
+    # off by default: the recall bench records a failed guard at 17 of the 69 lines it reports that the
     # models ran (a lower bound: an input's size guard that fails first hides a value guard; a value
     # read from a tensor may not change on the bench's inputs; a helper that breaks on some calls only is
     # inlined on the others)
@@ -140,6 +142,12 @@ class ValueSpecialisedByGraphBreak(Rule):
         ),
         # not compiled
         _helper("def pool(x, reduce):\n    print(reduce)\n    return x\n\n\ndef run(x):\n    return pool(x, 'a') + pool(x, 'b')\n"),
+        # one constant per model: two models no compiled call runs together each compile `pool` once
+        _helper(
+            "def pool(x, reduce):\n    out = x.amax(0) if reduce == 'max' else x.sum(0)\n    print(out.shape)\n    return out\n\n\n"
+            "class MaxModel(nn.Module):\n    def forward(self, x):\n        return pool(x, 'max')\n\n\n"
+            "class SumModel(nn.Module):\n    def forward(self, x):\n        return pool(x, 'sum')\n"
+        ),
     ]
     INVALID = [
         Invalid(
