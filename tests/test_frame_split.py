@@ -310,6 +310,66 @@ def test_fl208_across_files(tmp_path):
     assert "`count` breaks the graph (line 8)" in in_utils.message
 
 
+POOLS = HEAD + """
+def pool(x, reduce):
+    out = x.amax(0) if reduce == "max" else x.sum(0)
+    print("pooled")
+    return out
+
+
+def mid(x, reduce):
+    return pool(x * 2, reduce)
+"""
+
+
+def test_fl208_constants_count_only_between_callers_compiled_together(tmp_path):
+    # `mid` passes its own `reduce` on to `pool`, which breaks: each model passes one constant, and no
+    # compiled call runs both models, so each compiles `pool` once
+    (tmp_path / "apart").mkdir()
+    (tmp_path / "together").mkdir()
+    apart = project(tmp_path / "apart", {"pools.py": POOLS, "models.py": HEAD + """
+        from pools import mid
+
+        class MaxModel(nn.Module):
+            def forward(self, x):
+                return mid(x, "max")
+
+        class SumModel(nn.Module):
+            def forward(self, x):
+                return mid(x, "sum")
+        """})
+    assert at(lint(apart), "FL208") == []
+    # one model calls both: `pool`'s frame is compiled for "max", then again for "sum", guarded where it
+    # first reads `reduce`; `mid` only passes it on to `pool`, which breaks on every call: no guard there
+    # (measured, torch 2.13 CPU: the recompiles name line 4 only)
+    together = project(tmp_path / "together", {"pools.py": POOLS, "models.py": HEAD + """
+        from pools import mid
+
+        class Both(nn.Module):
+            def forward(self, x):
+                return mid(x, "max") + mid(x, "sum")
+        """})
+    assert at(lint(together), "FL208") == [("pools.py", 4)]
+
+
+def test_fl208_together_lines_are_the_guards_torch_recompiles_on(tmp_path):
+    need("torch", "the claim is about torch.compile")
+    import sys
+
+    root = project(tmp_path, {"pools.py": POOLS + """
+
+class Both(nn.Module):
+    def forward(self, x):
+        return mid(x, "max") + mid(x, "sum")
+"""})
+    sys.path.insert(0, str(root))
+    try:
+        records = _recompiles(root / "pools.py", {"Both": [(2, 4), (2, 4)]})
+    finally:
+        sys.path.remove(str(root))
+    assert {int(n) for r in records for n in re.findall(r"pools\.py:(\d+) in ", r)} == {4}
+
+
 def test_which_functions_surely_break_on_cpython_ast():
     from fusionlint.project.summary import summarize
 
