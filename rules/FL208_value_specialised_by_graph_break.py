@@ -259,11 +259,7 @@ class ValueSpecialisedByGraphBreak(Rule):
             else:  # a call into another file breaks (the project model)
                 where, refs = fn.splits, ()
             sequences = {n for n, how in varying.items() if how.startswith(SIZES_PASSED)}
-            # passed straight to a call that breaks on every call, a constant is not guarded on that line
-            # (measured, torch 2.13 CPU: `mid(x, reduce)` -> `pool(x * 2, reduce)`, `pool` printing, called
-            # with "max" and "sum": the recompiles name `pool`'s first read only); `pool`'s frame reads it
-            passed_on = (lambda call: (dotted(call.func) or "") in fn.breaking_calls) if fn.breaking_calls else None
-            reads = first_reads(node.body, {n: how for n, how in varying.items() if n not in sequences}, passed_on)
+            reads = first_reads(node.body, {n: how for n, how in varying.items() if n not in sequences})
             for name in sorted(sequences):
                 found = element_read(node.body, name)
                 if found is not None:
