@@ -7,12 +7,12 @@ every failed guard of its recompiles names a line FL209 reports.
 
 from __future__ import annotations
 
-import logging
 import re
 import sys
 import importlib.util
 
 from tests.helpers import need
+from tests.test_frame_split import _recompiles
 from tests.test_semantic_patterns import HEAD, at, lint, project
 
 DECORATORS = """
@@ -83,37 +83,10 @@ def test_a_wrapper_whose_functions_never_run_together_is_not_reported(tmp_path):
 
 
 def test_the_wrapper_recompiles_with_a_failed_guard_on_a_line_fl209_names(tmp_path):
-    need("torch", "the claim is about torch.compile")
-    import torch
-
     root = project(tmp_path, {"deco.py": DECORATORS, "models.py": MODELS})
-    sys.path.insert(0, str(root))
+    sys.path.insert(0, str(root))  # models.py imports deco
     try:
-        spec = importlib.util.spec_from_file_location("fl209_models", root / "models.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        records: list[str] = []
-
-        class Keep(logging.Handler):
-            def emit(self, record):
-                if record.name.endswith("__recompiles"):
-                    records.append(record.getMessage())
-
-        torch._logging.set_logs(recompiles=True)
-        loggers = [logging.getLogger(n) for n in ("torch", "torch._dynamo")]
-        saved = [logger.handlers for logger in loggers]
-        for logger in loggers:
-            logger.handlers = [Keep()]
-        try:
-            torch._dynamo.reset()
-            compiled = torch.compile(module.Body(), backend="eager")
-            for _ in range(2):
-                compiled(torch.randn(2, 4))
-        finally:
-            for logger, handlers in zip(loggers, saved):
-                logger.handlers = handlers
-            torch._logging.set_logs()
-            torch._dynamo.reset()
+        records = _recompiles(root / "models.py", {"Body": [(2, 4), (2, 4)]})
     finally:
         sys.path.remove(str(root))
         sys.modules.pop("deco", None)
