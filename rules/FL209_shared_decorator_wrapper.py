@@ -190,6 +190,7 @@ class SharedDecoratorWrapper(Rule):
                 no_reason=True,
             )
 
+
 def _names(names: list[str]) -> str:
     return " and ".join(f"`{n}`" for n in names)
 
