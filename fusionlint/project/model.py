@@ -753,17 +753,14 @@ class _Propagation:
             # a method of this object (not `self.processor(...)`, an attribute object's __call__)
             same_object = site.how in ("self", "super") and callee.name == site.target
             changed = _pass_constants(site, params, callee_facts.constants, known, same_object, callee.star) or changed
-            tensor_arg = lambda i, name: self._tensor_arg(site, i, name, summary, fn, facts)  # noqa: E731
-            changed = self._note_varying(site, params, facts, callee_facts, summary.path, tensor_arg) or changed
+            changed = self._note_varying(site, params, facts, callee_facts, summary.path) or changed
         if changed and not self.queued[(callee_file.path, callee.qualname)]:
             self._queue(callee_file, callee)
 
-    def _note_varying(self, site: CallSite, params, caller: FunctionFacts, callee: FunctionFacts, path: str,
-                      tensor_arg=None) -> bool:
+    def _note_varying(self, site: CallSite, params, caller: FunctionFacts, callee: FunctionFacts, path: str) -> bool:
         """Mark the callee's parameters that this call passes a tensor size (``x.size(0)``, ``(N, N)``,
-        ``x.shape``), a parameter of the caller that varies, a constant other than an earlier call's, or
-        None where another call passes a tensor or a value that is never None (``tensor_arg(i, name)``:
-        does this call pass a tensor there); True when something changed."""
+        ``x.shape``), a parameter of the caller that varies, or a constant other than an earlier call's;
+        True when something changed."""
         if site.consts is None:
             return False
         positional, keywords = site.consts
@@ -790,15 +787,13 @@ class _Propagation:
                 how = f"a loop index at {path}:{site.line}"
             elif how is None and value == HOST_VALUE:
                 how = f"a value read from a tensor at {path}:{site.line}"
-            elif how is None and value is None and tensor_arg is not None and tensor_arg(i, param.name):
-                value = _A_TENSOR  # None at another call is guarded on (`edge_attr is None`)
-            if how is None and value is not None and (not value.startswith("<") or value in _NOT_NONE):
+            elif how is None and value is not None and not value.startswith("<"):
                 seen = self.passed.setdefault(key, [])
-                other = next((p for p in seen if _differs(p[0], value)), None)
+                other = next((p for p in seen if p[0] != value), None)
                 if other is not None and other[1:3] == (path, site.line):  # two calls on one line: the line once
-                    how = f"{_shown(other[0])} and {_shown(value)} at {path}:{site.line}"
+                    how = f"{other[0]} and {value} at {path}:{site.line}"
                 elif other is not None:
-                    how = f"{_shown(other[0])} at {other[1]}:{other[2]}, {_shown(value)} at {path}:{site.line}"
+                    how = f"{other[0]} at {other[1]}:{other[2]}, {value} at {path}:{site.line}"
                 if how is not None:
                     kind = ("pair", how, other[3], caller)
                 if not any(p[0] == value and p[3] is caller for p in seen):
@@ -819,12 +814,6 @@ class _Propagation:
                 callee.varying[param.name] = how
                 changed = True
         return changed
-
-    def _tensor_arg(self, site: CallSite, i: int, name: str, summary: FileSummary, fn: FunctionSummary,
-                    facts: FunctionFacts) -> bool:
-        """Does the call pass a tensor to the callee's parameter ``name``, the ``i``-th it fills?"""
-        value = site.args[i] if i < len(site.args) else dict(site.kwargs).get(name)
-        return value is not None and self._tensor(value, summary, fn, facts)
 
     def _keep_cocompiled_varying(self, roots) -> None:
         """Drop what varies only between callers that no compiled call runs together (``roots``: the
@@ -1090,23 +1079,6 @@ def _join_self_truths(truths: dict[str, str], constants: dict[str, Optional[str]
             constants[name] = None
             changed = True
     return changed
-
-
-# what a call passes that is surely not None, beside the constants: Dynamo guards on `is None` there
-_A_TENSOR = "<tensor>"
-_NOT_NONE = frozenset({_A_TENSOR, NOT_NONE})
-
-
-def _differs(a: str, b: str) -> bool:
-    """Two values passed at two calls tell Dynamo's guards apart: two constants that differ, or None
-    and a value that is never None."""
-    if a in _NOT_NONE or b in _NOT_NONE:
-        return "None" in (a, b)
-    return a != b
-
-
-def _shown(value: str) -> str:
-    return {_A_TENSOR: "a tensor", NOT_NONE: "a value that is never None"}.get(value, value)
 
 
 class _CallGraph:
