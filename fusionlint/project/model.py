@@ -599,8 +599,8 @@ class _Propagation:
         guards on the function it closes over and on its arguments fail: torch 2.13, measured). That
         costs a recompile when two such functions run under one compiled call: one is reached from the
         other, or both from a common caller (m2m_100's `@deprecate_kwarg` model, decoder and head
-        `forward`s); transformers' `@can_return_tuple` wraps hundreds of functions that break, mostly
-        one per model."""
+        `forward`s). In transformers 5.24.0, `@can_return_tuple` wraps 1,499 functions: 803 break on some
+        path, 362 of those under one compiled call with another."""
         roots, by_id = graph.roots, graph.by_id
         for key, decorated in self.decorated.items():
             breaking = [(qual, path, self.facts[path, qual]) for path, qual in decorated if self.facts[path, qual].splits is not None]
