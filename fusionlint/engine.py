@@ -24,7 +24,7 @@ from fusionlint.analysis.index import Collector
 from fusionlint.analysis.walk import forget_bodies, remember_bodies
 from fusionlint.analysis.dead_branches import dead_nodes
 from fusionlint.analysis.every_iteration import (
-    drop_reports_in_breaking_loops, mark_reports_after_breaking_loops, unconditional_break,
+    drop_reports_in_breaking_loops, mark_reports_after_frame_ends, unconditional_break,
 )
 from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import cst_parse, torch_target
@@ -273,7 +273,7 @@ class Engine:
         # a loop whose every iteration breaks runs eagerly: what only its unrolling would cost cannot happen
         ctx.reports = drop_reports_in_breaking_loops(ctx.reports, index, evidence)
         # and the rest of its frame runs eagerly too: what comes after it breaks only once it is fixed
-        ctx.reports = mark_reports_after_breaking_loops(ctx.reports, index, evidence)
+        ctx.reports = mark_reports_after_frame_ends(ctx.reports, index, evidence)
         return ctx.reports, crashes, ctx
 
     def _to_findings(self, module: cst.Module, positions, reports: list[Report], path: str) -> list[Finding]:
@@ -345,8 +345,13 @@ def _message(report: Report, positions) -> str:
     """The report's message with the lines of its ``line_refs`` filled in (known only after parsing)."""
     if not report.line_refs:
         return report.message
+    message = report.message
+    if message.count(LINE_REFS) == len(report.line_refs) > 1:  # one placeholder per node, in order
+        for node in report.line_refs:
+            message = message.replace(LINE_REFS, str(positions[node].start.line), 1)
+        return message
     lines = ", ".join(str(positions[node].start.line) for node in report.line_refs)
-    return report.message.replace(LINE_REFS, lines)
+    return message.replace(LINE_REFS, lines)
 
 
 def _file_error(path: str, rejected: Optional[Rejection]) -> Optional[FileError]:

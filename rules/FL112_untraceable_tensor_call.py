@@ -8,12 +8,13 @@ import libcst as cst
 
 from fusionlint.analysis.init_facts import InitValue
 from fusionlint.analysis.module_init import PARAM_MODULES, compiled_module_init, is_explicit_module_init, makes_parameters, trace_end
-from fusionlint.analysis.names import through_aliases
+from fusionlint.analysis.names import dotted, through_aliases
 from fusionlint.analysis.project import is_torch_module_base
 from fusionlint.analysis.context import LINE_REFS
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
-from fusionlint.semantic.frame_split import after_break, name_events
+from fusionlint.project.breaks import SURE_CALLS, SURE_METHODS
+from fusionlint.semantic.frame_split import after_break, header_nodes, name_events
 
 # Tensor method -> (graph-break id measured on torch 2.13 CPU, what Dynamo says)
 _METHODS = {
@@ -104,6 +105,26 @@ _GENERATOR_METHODS = frozenset({"manual_seed", "seed", "set_state", "get_state",
 _COMPARISONS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 
 
+def _next_break(item, breaking: frozenset[str], ctx) -> Optional[cst.Call]:
+    """The first call of ``item`` (a statement, or a part of one as ``after_break`` gives it) that surely
+    breaks the graph: a callee whose every call breaks (``breaking``: callees as written), a sparse
+    constructor, or a sure break of ``fusionlint.project.breaks`` (``print(...)``, ``t.item()``). Of a compound
+    statement only the header counts (its test, iterable or items): its blocks run on some paths."""
+    node = item[0] if isinstance(item, tuple) else item
+    if isinstance(node, cst.BaseCompoundStatement):
+        parts = header_nodes(node)
+    else:
+        parts = [node]
+    for part in parts:
+        for call in ([part] if isinstance(part, cst.Call) else []) + list(iter_nodes(part, (cst.Call,))):
+            func = call.func
+            if (dotted(func) or "") in breaking or ctx.qualname(func) in SURE_CALLS:
+                return call
+            if isinstance(func, cst.Attribute) and func.attr.value in SURE_METHODS and ctx.is_tensor(func.value):
+                return call
+    return None
+
+
 def _is_true(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
 
@@ -178,6 +199,7 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `dist.all_reduce(h, async_op=True)` (any `torch.distributed` collective with `async_op=True`; gloo, one process) | GB0172, then GB0156 at `work.wait()` |
 | `torch.sparse_coo_tensor(idx, vals, (2, 2))` | GB0007 |
 | `s = torch.sparse_coo_tensor(...)`, then the first read of `s` (the frame resumed after the constructor's break gets the sparse tensor as an input; PyG's `to_torch_csr_tensor` `return adj`) | GB0015 |
+| `a = f(...)` where `f` breaks and returns a sparse tensor it made (`return torch.sparse_coo_tensor(...)`), then the resumed frame's next graph break (`s = f(...)` again) before any read of `a`: Dynamo wraps every live local there (PyG's `ASAPooling`, `tests/test_sparse_carry.py`); it then runs the rest of the function eagerly, so a `.to_sparse_csr()` after it records nothing | GB0015 at that break |
 | `x.unsqueeze_(0)`, `x.squeeze_()`, `x.transpose_(0, 1)`, `x.t_()`, `x.swapdims_(0, 1)` on a forward argument (not on a tensor made inside), also as the variable of `for x in (a, b):` over arguments | GB0148 (in the loop, then GB7000: the frame runs eagerly) |
 | `"v=%s" % t`, `"%.3f" % t` (a tensor formatted with `%`) | GB0208; Dynamo then runs the whole frame eagerly |
 | `nn.Parameter(torch.ones(8))` | GB0264 |
@@ -297,6 +319,15 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         "        self.sched.random_(3)\n        return x\n",
     ]
     INVALID = [
+        # a sparse tensor returned by a function that breaks, still live at the next break of the resumed frame
+        # (PyG's ASAPooling, measured: GB0015 at line 11, the second call), then read in code Dynamo runs eagerly
+        Invalid(
+            "import torch\nfrom torch import nn\n\ndef to_coo(i, v):\n    return torch.sparse_coo_tensor(i, v, (4, 4))\n\n"
+            "class M(nn.Module):\n    def forward(self, x, i):\n        a = to_coo(i, x)\n        y = x * 2\n"
+            "        b = to_coo(i, y)\n        return y, a, b\n",
+            line=5,
+            count=3,
+        ),
         # an in-place view op on an argument, directly or through a loop over arguments
         Invalid(
             "import torch\nfrom torch import nn\nclass M(nn.Module):\n"
@@ -642,34 +673,58 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
 
     def _sparse_carried(self, node: cst.Assign, ctx) -> None:
         """``adj = torch.sparse_csr_tensor(...)`` breaks, and Dynamo resumes after it in a new frame with
-        ``adj`` among its inputs: the first read of ``adj`` there cannot wrap the sparse tensor and breaks
-        again (measured, torch 2.13 CPU: GB0015 at PyG's ``to_torch_csr_tensor`` ``return adj``)."""
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) or ctx.function is None:
+        ``adj`` among its inputs, which it cannot wrap (GB0015 "Attempted to wrap sparse Tensor"): at the
+        first read of ``adj`` there (measured, torch 2.13 CPU: PyG's ``to_torch_csr_tensor`` ``return adj``),
+        or at the next graph break, where Dynamo wraps every live local (PyG's ASAPooling: ``A =
+        to_torch_csr_tensor(...)``, whose constructor breaks inside it, then ``S = to_torch_coo_tensor(...)``,
+        which breaks too, on the next line). The same holds for a call of a function that breaks and returns
+        a sparse tensor it made (``FunctionInfo.sparse_calls``). Dynamo then runs the rest of the frame
+        eagerly (the report ends the frame: ``every_iteration.mark_reports_after_frame_ends``)."""
+        fn = ctx.function
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name) or fn is None:
             return
         value = node.value
         if not isinstance(value, cst.Call):
             return
-        # only the constructors: after `.to_sparse_coo()` (GB0015 at the conversion) the recall bench recorded
-        # no break at the next read (PyG's GraphUNet `adj.indices()`)
-        if ctx.qualname(value.func) not in _SPARSE_CONSTRUCTORS:
+        # only the constructors and functions returning what one made: after `.to_sparse_coo()` (GB0015 at the
+        # conversion) the recall bench recorded no break at the next read (PyG's GraphUNet `adj.indices()`)
+        made_here = ctx.qualname(value.func) in _SPARSE_CONSTRUCTORS
+        if not made_here and (dotted(value.func) or "") not in fn.sparse_calls:
             return
         name = node.targets[0].target.value
-        split = after_break(ctx.function.node, frozenset({id(value)}))
+        split = after_break(fn.node, frozenset({id(value)}))
         if split is None:
             return
-        for found, _at, read, statement in name_events(split[1]):
-            if found != name:
-                continue
-            if read:
+        made = "made at line" if made_here else f"that `{ctx.code(value.func)}(...)` returns at line"
+        breaking = fn.breaking_calls | fn.sparse_calls
+        for item in split[1]:
+            events = [e for e in name_events([item]) if e[0] == name]
+            if events and events[0][2]:
                 ctx.report(
-                    statement,
-                    f"`{name}` holds the sparse tensor made at line {LINE_REFS}, whose creation breaks the graph: "
+                    events[0][3],
+                    f"`{name}` holds the sparse tensor {made} {LINE_REFS}, whose creation breaks the graph: "
                     "the frame Dynamo resumes in after that break cannot take a sparse tensor as an input, so its "
-                    "first read breaks again (GB0015 \"Attempted to wrap sparse Tensor\"); keep sparse tensors "
-                    "out of the compiled region, or use dense ones",
+                    "first read breaks again (GB0015 \"Attempted to wrap sparse Tensor\"), and Dynamo runs the "
+                    "rest of the function eagerly; keep sparse tensors out of the compiled region, or use dense ones",
                     line_refs=(value,),
+                    ends_frame=True,
                 )
-            return
+                return
+            call = _next_break(item, breaking, ctx)
+            if call is not None:
+                ctx.report(
+                    call,
+                    f"`{name}` holds the sparse tensor {made} {LINE_REFS}, whose creation breaks the graph, and "
+                    "it is still live in the frame Dynamo resumes in after that break: at this call's graph break "
+                    "Dynamo must wrap every live local and cannot wrap a sparse tensor (GB0015 \"Attempted to wrap "
+                    "sparse Tensor\"), so it runs the rest of the function eagerly; keep sparse tensors out of "
+                    "the compiled region, or use dense ones",
+                    line_refs=(value,),
+                    ends_frame=True,
+                )
+                return
+            if events:  # bound again: the sparse tensor is no longer held
+                return
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx) -> None:
         """``"v=%s" % t``: printf-style formatting of a tensor."""

@@ -6,8 +6,8 @@ Three input forms exist: FL102's dtype precondition ("when `x.dtype == torch.flo
 dynamic size", from ``dynamic_shapes``).
 Both producers build their phrase from the helpers here, and readers (``every_iteration``; the recall
 bench's per-condition passes) recognise it with ``states_condition``, so the wording lives in one place.
-A fourth form is no input: a finding after a loop whose every iteration breaks runs eagerly today
-(``shadowed_condition``, from ``every_iteration``).
+A fourth form is no input: a finding after a loop whose every iteration breaks, or after a break that
+leaves a sparse tensor in the frame, runs eagerly today (``shadowed_condition``, from ``every_iteration``).
 """
 
 from __future__ import annotations
@@ -42,17 +42,22 @@ def dynamic_condition(names: list[str]) -> str:
 
 
 # A finding in code that Dynamo runs eagerly today, because a loop before it breaks on every
-# iteration (``every_iteration``): it holds once that break is gone. Not an input condition:
+# iteration, or a break before it ends the frame (``every_iteration``): it holds once that break is gone. Not an input condition:
 # ``states_condition`` does not count it.
 _SHADOWED = re.compile(r"not today: Dynamo runs this line eagerly")
 
 
-def shadowed_condition(lines_placeholder: str) -> str:
-    """The message part for a finding after a loop whose every iteration breaks, in the same frame;
-    ``lines_placeholder`` becomes the loop's breaking line once positions are known."""
+LOOP_SKIPS_FRAME = "inside a loop before it makes Dynamo skip the rest of the frame"
+SPARSE_SKIPS_FRAME = "before it leaves a sparse tensor in the frame, and Dynamo skips the rest of it"
+
+
+def shadowed_condition(lines_placeholder: str, cause: str = LOOP_SKIPS_FRAME) -> str:
+    """The message part for a finding after a break that makes Dynamo skip the rest of its frame (a loop
+    whose every iteration breaks, or ``cause``); ``lines_placeholder`` becomes that break's line once
+    positions are known."""
     return (
         f" (not today: Dynamo runs this line eagerly, since the graph break at line {lines_placeholder} "
-        "inside a loop before it makes Dynamo skip the rest of the frame; it applies once that break is gone)"
+        f"{cause}; it applies once that break is gone)"
     )
 
 

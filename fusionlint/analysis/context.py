@@ -55,6 +55,9 @@ class Report:
     statement: Optional[cst.CSTNode] = None
     # the method of that statement (a class) the rule was visiting, if any: rendered first, alone
     method: Optional[cst.FunctionDef] = None
+    # Dynamo gives up on the frame at this break and runs the rest of the function eagerly (GB0015 on a
+    # resumed frame's sparse input): what comes after it breaks only once it is gone (every_iteration)
+    ends_frame: bool = False
 
     @property
     def chain(self) -> Optional[str]:
@@ -233,12 +236,14 @@ class RuleContext:
         line_refs: tuple[cst.CSTNode, ...] = (),
         tensor: Optional[cst.BaseExpression] = None,
         no_reason: bool = False,
+        ends_frame: bool = False,
     ) -> None:
         """Report ``node``. ``effects`` narrows the rule's effects for this finding (a subset);
         ``line_refs``: other nodes whose lines the message names through ``LINE_REFS``; ``tensor``: the
         value the finding stands on being a tensor (``x`` of ``x.unsqueeze_(0)``), whose reason the
         message then ends with, for a rule that does not explain every finding (``explains_tensors``);
-        ``no_reason``: add no reason at all (a finding about a parameter that is None here)."""
+        ``no_reason``: add no reason at all (a finding about a parameter that is None here); ``ends_frame``:
+        Dynamo skips the rest of the function at this break (``Report.ends_frame``)."""
         assert self._rule is not None
         if self._never_traced():
             return
@@ -247,7 +252,7 @@ class RuleContext:
         if why:
             message = f"{message} ({why})"
         top, method = self._top()
-        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects, tuple(line_refs), top, method))
+        self.reports.append(Report(self._rule, node, message, fix, self.frames, effects, tuple(line_refs), top, method, ends_frame))
 
     def _top(self) -> tuple[Optional[cst.CSTNode], Optional[cst.FunctionDef]]:
         """The module-level statement that holds the current node (the node itself at the top), and

@@ -22,12 +22,14 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from fusionlint.analysis.conditions import shadowed_condition, states_condition, states_shadow
+from fusionlint.analysis.conditions import (
+    LOOP_SKIPS_FRAME, SPARSE_SKIPS_FRAME, shadowed_condition, states_condition, states_shadow,
+)
 from fusionlint.analysis.context import LINE_REFS
 from fusionlint.analysis.index import FileIndex, FunctionInfo
 from fusionlint.analysis.walk import children
 from fusionlint.rule import Effect
-from fusionlint.semantic.frame_split import compound_blocks
+from fusionlint.semantic.frame_split import after_break, compound_blocks
 
 _LEAVES = (cst.Return, cst.Raise)
 _LOOP_EXITS = (cst.Break, cst.Continue)
@@ -57,17 +59,23 @@ def drop_reports_in_breaking_loops(reports: list, index: FileIndex, evidence: li
     return [r for r in reports if id(r) not in dropped] if dropped else reports
 
 
-def mark_reports_after_breaking_loops(reports: list, index: FileIndex, evidence: list = ()) -> list:
+def mark_reports_after_frame_ends(reports: list, index: FileIndex, evidence: list = ()) -> list:
     """``reports`` with those that lie after a loop whose every iteration breaks, in the same function,
     saying that their line runs eagerly today (measured on torch 2.13 CPU, PyG's ``EdgePooling`` and
-    vit-pytorch's ``NaViT``: Dynamo records the loop's break and none after it in that frame). A
-    function that the skipped frame calls is still compiled as a frame of its own: only the loop's
-    own function is concerned. ``evidence`` as for ``drop_reports_in_breaking_loops``."""
+    vit-pytorch's ``NaViT``: Dynamo records the loop's break and none after it in that frame), and
+    likewise those after a report that ends its frame (``Report.ends_frame``: a sparse tensor live in a
+    resumed frame, PyG's ``ASAPooling``). A function that the skipped frame calls is still compiled as a
+    frame of its own: only the breaking function is concerned. ``evidence`` as for
+    ``drop_reports_in_breaking_loops``."""
     breaks = frozenset(id(r.node) for r in (*reports, *evidence) if unconditional_break(r))
     if not breaks:
         return reports
     facts = BreakFacts(index, breaks)
-    shadow: dict[int, cst.CSTNode] = {}  # node id -> the loop's breaking node
+    shadow: dict[int, tuple[cst.CSTNode, str]] = {}  # node id -> (the breaking node, why the frame ends there)
+    for report in (*reports, *evidence):
+        if report.ends_frame and unconditional_break(report):
+            for node in _walk(_frame_rest(index, report.node)):
+                shadow.setdefault(id(node), (report.node, SPARSE_SKIPS_FRAME))
     for rec in index.records.get("For", ()):
         fn = rec.function
         if fn is None or id(rec.node) in shadow:  # a later loop of a frame already skipped
@@ -79,17 +87,42 @@ def mark_reports_after_breaking_loops(reports: list, index: FileIndex, evidence:
         after = rec.node.body.body
         region = list(after[after.index(stmt) + 1:]) + (_after(fn.node.body.body, rec.node) or [])
         for node in _walk(region):
-            shadow.setdefault(id(node), breaking)
+            shadow.setdefault(id(node), (breaking, LOOP_SKIPS_FRAME))
     if not shadow:
         return reports
     out = []
     for report in reports:
-        breaking = shadow.get(id(report.node))
-        if breaking is None or report.line_refs or report.node is breaking or states_shadow(report.message):
+        found = shadow.get(id(report.node))
+        # a message naming other lines gets the breaking line as one more placeholder (filled in order) when
+        # each of its placeholders stands for one line
+        if (found is None or report.node is found[0] or states_shadow(report.message)
+                or report.message.count(LINE_REFS) != len(report.line_refs)):
             out.append(report)
             continue
-        out.append(replace(report, message=report.message + shadowed_condition(LINE_REFS), line_refs=(breaking,)))
+        breaking, cause = found
+        out.append(replace(report, message=report.message + shadowed_condition(LINE_REFS, cause),
+                           line_refs=(*report.line_refs, breaking)))
     return out
+
+
+def _frame_rest(index: FileIndex, node: cst.CSTNode) -> list:
+    """What runs after ``node`` up to the end of the function holding it (not in nested scopes), up to
+    the first ``return``/``raise`` on that path (PyG's ``cat``: the rest of a branch that returns, not
+    what follows the ``if``)."""
+    for fn in index.functions.values():
+        found = after_break(fn.node, frozenset({id(node)}))
+        if found is None:
+            continue
+        out = []
+        for item in found[1]:
+            part = item[0] if isinstance(item, tuple) else item
+            out.append(part)
+            if isinstance(part, _LEAVES) or (
+                isinstance(part, cst.SimpleStatementLine) and any(isinstance(s, _LEAVES) for s in part.body)
+            ):
+                break
+        return out
+    return []
 
 
 def _after(statements, target: cst.CSTNode) -> Optional[list]:

@@ -167,6 +167,8 @@ class FunctionInfo:
     splits: Optional[str] = None
     breaking_calls: frozenset[str] = frozenset()
     host_calls: frozenset[str] = frozenset()
+    # ... and those that break and return a sparse tensor (FunctionFacts.sparse_calls)
+    sparse_calls: frozenset[str] = frozenset()
     # a decorator's wrapper: the decorated functions that break, when two or more (FunctionFacts.shared_by)
     shared_by: tuple[tuple[str, str, str], ...] = ()
     _facts: object = None  # TensorFacts, computed lazily

@@ -64,6 +64,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
         fn.constants = {n: c for n, c in facts.constants.items() if c is not None}
         fn.varying = facts.varying or {}
         fn.splits, fn.breaking_calls, fn.host_calls = facts.splits, facts.breaking_calls, facts.host_calls
+        fn.sparse_calls = facts.sparse_calls
         fn.shared_by = facts.shared_by
     # nested functions are traced with their parent
     for fn in index.functions.values():

@@ -69,6 +69,9 @@ class FunctionFacts:
     # callees as written that break and return a value read from a tensor (PyG's `maybe_num_nodes`): the
     # caller's resumed frame gets the value as a constant
     host_calls: frozenset[str] = frozenset()
+    # callees as written that break and return a sparse tensor (PyG's `to_torch_coo_tensor`): the caller's
+    # resumed frame cannot take it as an input
+    sparse_calls: frozenset[str] = frozenset()
     # a decorator's wrapper (`wrapped_func` of `@deprecate_kwarg`): the functions it decorates that break
     # the graph when called, when there are two or more: (qualname, path, where it breaks) each. One code
     # object that Dynamo compiles as a frame of its own for each of them (FL209)
@@ -540,7 +543,7 @@ class _Propagation:
             if fn.breaks and not (fn.break_conds and _breaks_ruled_out(fn.break_conds, facts.constants)):
                 facts.splits = f"line {fn.break_line}"
                 facts.splits_every_call = fn.breaks == 2
-            hosts = None
+            hosts = sparse = None
             known = None  # the constants every compiled caller passes: made when a call needs them
             for site in fn.calls:
                 if site.conds and facts.constants:
@@ -561,8 +564,12 @@ class _Propagation:
                         edges.append((facts, callee, site, spared))
                     if found[1].returns_host and site.written:
                         hosts = (hosts or set()) | {site.written}
+                    if found[1].returns_sparse and site.written:
+                        sparse = (sparse or set()) | {site.written}
             if hosts:
                 facts.host_calls = frozenset(hosts)
+            if sparse:
+                facts.sparse_calls = frozenset(sparse)
         # the functions that break through a call (not only through a break of their own, which a
         # call's constants may rule out)
         via_calls: set[int] = set()
@@ -1191,7 +1198,7 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     functions = [
         (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
          fn.wrappers,
-         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host)
+         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host, fn.returns_sparse)
          if fn.qualname in entered else None)
         for fn in summary.functions.values()
         if fn.qualname in entered or fn.qualname in probed

@@ -20,7 +20,7 @@ from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
-from fusionlint.project.breaks import SOME_PATH, break_conditions, every_call_spans, first_break, on_spans, reads_tensor_value
+from fusionlint.project.breaks import SOME_PATH, SPARSE_CONSTRUCTORS, break_conditions, every_call_spans, first_break, on_spans, reads_tensor_value
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
@@ -153,6 +153,9 @@ class FunctionSummary:
     break_conds: tuple = ()
     # a `return` hands back a value read from a tensor (`return int(index.max()) + 1`: _is_host_value)
     returns_host: bool = False
+    # a `return` hands back a sparse tensor made here (`return torch.sparse_coo_tensor(...)`, or a local bound
+    # to one): the constructor breaks, and the frame the caller resumes in cannot take the sparse tensor
+    returns_sparse: bool = False
 
 
 @dataclass(slots=True)
@@ -565,6 +568,22 @@ def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str], bound: dict
     return frozenset(n for n in found if bound.get(n) == 1 and n not in params)
 
 
+def _returns_sparse(returns: list[ast.expr], body_nodes: list[ast.AST], aliases: dict[str, str]) -> bool:
+    """Does a ``return`` hand back a sparse tensor the function made: a sparse constructor's result, or a
+    local some assignment binds to one (PyG's ``to_torch_csr_tensor``: ``adj = torch.sparse_csr_tensor(...)``,
+    ``return adj``)?"""
+    def made(value: Optional[ast.expr]) -> bool:
+        return isinstance(value, ast.Call) and resolve(value.func, aliases) in SPARSE_CONSTRUCTORS
+
+    if any(made(r) for r in returns):
+        return True
+    names = {r.id for r in returns if isinstance(r, ast.Name)}
+    return bool(names) and any(
+        isinstance(b, ast.Assign) and made(b.value) and any(isinstance(t, ast.Name) and t.id in names for t in b.targets)
+        for b in body_nodes
+    )
+
+
 def _sized_and_hosted_locals(body_nodes: list[ast.AST], params: frozenset[str], local_values: LocalValues) -> tuple[frozenset[str], frozenset[str]]:
     """(local names every binding of which is a size along one dimension: ``n = x.size(0)``,
     ``B, C, H, W = x.shape``, ``h = H // p``; those every binding of which is a value read from a
@@ -905,6 +924,7 @@ class _Summarizer:
             tuple(tuple(_shared(values.of(r.elts[i])) for r in returns) for i in range(items[0])) if items else (),
             breaks=breaks, break_line=_line(break_line), break_conds=_shared(break_conds) if break_conds else (),
             returns_host=bool(breaks) and any(_is_host_value(r, hosted) and not values.of(r) for r in returns),
+            returns_sparse=bool(breaks) and _returns_sparse(returns, body_nodes, aliases),
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:

@@ -62,7 +62,7 @@ def _after(statements, breaks: frozenset[int]) -> Optional[tuple[cst.CSTNode, li
                     # what the statement evaluates after the break, then the statements after it
                     return breaking, tail + list(stmt.body[k + 1:]) + rest
             continue
-        header = _header(stmt)
+        header = header_nodes(stmt)
         hit = next((n for n in _preorder(header) if id(n) in breaks), None)
         if hit is not None:
             return hit, [stmt] + rest
@@ -107,14 +107,14 @@ def every_call_nodes(statements) -> Iterator[cst.CSTNode]:
             yield from stmt.items
             yield from every_call_nodes(stmt.body.body)
         elif isinstance(stmt, (cst.If, cst.For, cst.While)):
-            yield from _header(stmt)
+            yield from header_nodes(stmt)
         else:
             return  # try, match: not followed
         if any(isinstance(n, cst.Return) for n in _preorder([stmt])):
             return
 
 
-def _header(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+def header_nodes(stmt: cst.CSTNode) -> list[cst.CSTNode]:
     """What a compound statement evaluates before its blocks: an ``if``/``while`` test, a ``for``
     loop's iterable, a ``with`` statement's items."""
     if isinstance(stmt, (cst.If, cst.While)):
@@ -177,7 +177,7 @@ def _statement_events(node: cst.CSTNode, anchor: Optional[cst.CSTNode]):
             yield from _events(node.iter, node.iter)
             yield from _stores(node.target, node.iter)
         else:
-            for part in _header(node):
+            for part in header_nodes(node):
                 yield from _events(part, part)
         if isinstance(node, cst.If):  # an `elif` is a statement of its own, with a test of its own
             for stmt in node.body.body:
@@ -271,7 +271,7 @@ def host_uses(statements, hosts: frozenset[int]) -> Iterator[tuple[cst.CSTNode, 
         elif isinstance(stmt, _NESTED_SCOPES):
             continue
         elif isinstance(stmt, cst.BaseCompoundStatement):
-            for header in _header(stmt):
+            for header in header_nodes(stmt):
                 consumer = header if isinstance(stmt, (cst.If, cst.While, cst.For)) else None
                 for host, found in _hosts_in(header, hosts, consumer):
                     yield host, found, ()
@@ -413,7 +413,7 @@ def _walk_node(node: cst.CSTNode, anchor: Optional[cst.CSTNode], seen: frozenset
             seen = _linear(_events(node.iter, node.iter), seen, names, out)
             seen = _linear(_stores(node.target, node.iter), seen, names, out)
         else:
-            for part in _header(node):
+            for part in header_nodes(node):
                 seen = _linear(_events(part, part), seen, names, out)
         for block in compound_blocks(node):
             seen = _walk_items(block.body, seen, names, out)
