@@ -697,7 +697,16 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             return
         made = "made at line" if made_here else f"that `{ctx.code(value.func)}(...)` returns at line"
         breaking = fn.breaking_calls | fn.sparse_calls
+        # only up to the end of the assignment's block: after it, the read is also reached on the paths that
+        # never made the sparse tensor (PyG's APPNP re-binds `edge_index` only when it came in sparse)
+        block = next((p for p in ctx.iter_parents() if isinstance(p, cst.IndentedBlock)), None)
+        line = next((p for p in ctx.iter_parents() if isinstance(p, cst.SimpleStatementLine)), None)
+        if block is None or line is None or not any(st is line for st in block.body):
+            return
+        same_block = {id(st) for st in block.body}
         for item in split[1]:
+            if isinstance(item, cst.BaseStatement) and id(item) not in same_block:
+                return
             events = [e for e in name_events([item]) if e[0] == name]
             if events and events[0][2]:
                 ctx.report(
