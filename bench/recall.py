@@ -75,7 +75,12 @@ PINS = [
     "frozendict==2.5.1",
     "loguru==0.7.3",
 ]
-NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14", "x-transformers==2.31.10", "torch-einops-utils==0.2.0"]
+NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14", "x-transformers==2.31.10", "torch-einops-utils==0.2.0",
+                # more lucidrains packages and Meta's ESM, none of them measured while the rules were written
+                # (2026-12-05): their dependencies are the pins above plus the three after them
+                "vector-quantize-pytorch==1.32.0", "perceiver-pytorch==0.11.0", "performer-pytorch==1.1.4",
+                "local-attention==1.11.2", "hyper-connections==0.4.11", "axial-positional-embedding==0.3.12",
+                "fair-esm==2.0.0"]
 
 
 def log(msg: str) -> None:
@@ -103,10 +108,13 @@ def venv_facts() -> dict:
     code = (
         "import importlib.metadata as m, json, sysconfig;"
         "print(json.dumps({'site': sysconfig.get_paths()['purelib'], 'versions': {p: m.version(p) for p in "
-        "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'vit_pytorch', 'x_transformers', 'fusionlint')}}))"
+        "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'vit_pytorch', 'x_transformers', "
+        "'vector_quantize_pytorch', 'perceiver_pytorch', 'performer_pytorch', 'local_attention', 'fair_esm', 'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    facts = json.loads(out)
+    facts["versions"]["esm"] = facts["versions"]["fair_esm"]  # fair-esm installs the package `esm`
+    return facts
 
 
 def _safe(name: str) -> str:
@@ -360,7 +368,9 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
         f"MONAI {v['monai']}" + "".join(
             f", {label} {v[key]}" for key, label in
             (("diffusers", "diffusers"), ("torch_geometric", "PyG"), ("vit_pytorch", "vit-pytorch"),
-             ("x_transformers", "x-transformers")) if v.get(key))
+             ("x_transformers", "x-transformers"), ("vector_quantize_pytorch", "vector-quantize-pytorch"),
+             ("perceiver_pytorch", "perceiver-pytorch"), ("performer_pytorch", "performer-pytorch"),
+             ("local_attention", "local-attention"), ("fair_esm", "fair-esm")) if v.get(key))
         + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch", "x_transformers")
+PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch", "x_transformers",
+            "vector_quantize_pytorch", "perceiver_pytorch", "performer_pytorch", "local_attention", "esm")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -101,6 +102,18 @@ value-residual softclamp-logits attn-laser hyper-connections encoder-mask xtrans
 """.split()
 
 
+# packages first measured on 2026-12-05, after the rules they test were written (the "lucid" set): lucidrains'
+# quantizers, Perceiver, Performer and local attention, and Meta's ESM-2
+VECTOR_QUANTIZE = """
+vq vq-cosine vq-kmeans vq-dead-code vq-heads vq-lowdim vq-orthogonal vq-stochastic residual-vq grouped-residual-vq
+fsq lfq residual-fsq residual-lfq latent-quantize simvq residual-simvq random-projection
+""".split()
+PERCEIVER = "perceiver perceiver-io perceiver-lm".split()
+PERFORMER = "performer performer-causal performer-local-heads performer-generalized performer-rotary".split()
+LOCAL_ATTENTION = "local-transformer local-attention local-attention-causal local-mha".split()
+ESM = "esm2 esm2-no-token-dropout esm2-heads".split()
+
+
 def all_names() -> list[str]:
     names = [f"timm:{n}" for n in TIMM]
     names += [f"transformers:{n}" for n in TRANSFORMERS_TEXT]
@@ -111,6 +124,11 @@ def all_names() -> list[str]:
     names += [f"torch_geometric:{n}" for n in PYG]
     names += [f"vit_pytorch:{n}" for n in VIT_PYTORCH]
     names += [f"x_transformers:{n}" for n in X_TRANSFORMERS]
+    names += [f"vector_quantize_pytorch:{n}" for n in VECTOR_QUANTIZE]
+    names += [f"perceiver_pytorch:{n}" for n in PERCEIVER]
+    names += [f"performer_pytorch:{n}" for n in PERFORMER]
+    names += [f"local_attention:{n}" for n in LOCAL_ATTENTION]
+    names += [f"esm:{n}" for n in ESM]
     return names
 
 
@@ -137,6 +155,11 @@ def build(name: str) -> Built:
         "torch_geometric": _pyg,
         "vit_pytorch": _vit_pytorch,
         "x_transformers": _x_transformers,
+        "vector_quantize_pytorch": _vector_quantize,
+        "perceiver_pytorch": _perceiver,
+        "performer_pytorch": _performer,
+        "local_attention": _local_attention,
+        "esm": _esm,
     }[family](model)
 
 
@@ -822,3 +845,110 @@ def _x_transformers(name: str) -> Built:
             return (tokens(b, s),), {"mask": mask}
         return Built(model, [16, 24, 32], make)
     return Built(model, [16, 24, 32], lambda b, s: ((tokens(b, s),), {}))
+
+
+# ---------------------------------------------------------------- the lucid set (2026-12-05)
+
+
+def _vector_quantize(name: str) -> Built:
+    import torch
+    import vector_quantize_pytorch as vq
+
+    dim = 16
+    vq_options = {
+        "vq": {}, "vq-cosine": dict(use_cosine_sim=True), "vq-kmeans": dict(kmeans_init=True, kmeans_iters=2),
+        "vq-dead-code": dict(threshold_ema_dead_code=2), "vq-heads": dict(heads=2, separate_codebook_per_head=True),
+        "vq-lowdim": dict(codebook_dim=4), "vq-orthogonal": dict(orthogonal_reg_weight=1.0),
+        "vq-stochastic": dict(stochastic_sample_codes=True, sample_codebook_temp=0.1),
+    }
+    if name in vq_options:
+        model = vq.VectorQuantize(dim=dim, codebook_size=32, **vq_options[name])
+    elif name == "residual-vq":
+        model = vq.ResidualVQ(dim=dim, num_quantizers=2, codebook_size=32)
+    elif name == "grouped-residual-vq":
+        model = vq.GroupedResidualVQ(dim=dim, num_quantizers=2, groups=2, codebook_size=32)
+    elif name == "fsq":
+        model = vq.FSQ(levels=[8, 5, 5], dim=dim)
+    elif name == "lfq":
+        model = vq.LFQ(codebook_size=16, dim=dim, entropy_loss_weight=0.1)
+    elif name == "residual-fsq":
+        model = vq.ResidualFSQ(dim=dim, levels=[8, 5, 5], num_quantizers=2)
+    elif name == "residual-lfq":
+        model = vq.ResidualLFQ(dim=dim, codebook_size=16, num_quantizers=2)
+    elif name == "latent-quantize":
+        model = vq.LatentQuantize(levels=[5, 5, 8], dim=dim, commitment_loss_weight=0.1, quantization_loss_weight=0.1)
+    elif name == "simvq":
+        model = vq.SimVQ(dim=dim, codebook_size=32)
+    elif name == "residual-simvq":
+        model = vq.ResidualSimVQ(dim=dim, num_quantizers=2, codebook_size=32)
+    else:  # random-projection
+        model = vq.RandomProjectionQuantizer(dim=dim, codebook_size=32, codebook_dim=8)
+    return Built(model, [16, 24, 32], lambda b, s: ((torch.randn(b, s, dim),), {}))
+
+
+def _perceiver(name: str) -> Built:
+    import torch
+    import perceiver_pytorch as pp
+
+    if name == "perceiver":
+        model = pp.Perceiver(input_channels=3, input_axis=2, num_freq_bands=4, max_freq=10.0, depth=2, num_latents=16,
+                             latent_dim=32, cross_heads=1, latent_heads=2, cross_dim_head=16, latent_dim_head=16,
+                             num_classes=10)
+        return Built(model, [8, 12, 16], lambda b, s: ((torch.randn(b, s, s, 3),), {}))
+    if name == "perceiver-io":
+        model = pp.PerceiverIO(dim=8, queries_dim=16, logits_dim=10, depth=2, num_latents=16, latent_dim=32,
+                               cross_heads=1, latent_heads=2, cross_dim_head=16, latent_dim_head=16)
+        return Built(model, [16, 24, 32], lambda b, s: ((torch.randn(b, s, 8),), {"queries": torch.randn(b, 4, 16)}))
+    model = pp.PerceiverLM(num_tokens=100, dim=32, depth=2, max_seq_len=64, num_latents=16, latent_dim=32,
+                           cross_heads=1, latent_heads=2, cross_dim_head=16, latent_dim_head=16)
+    return Built(model, [16, 24, 32], lambda b, s: ((torch.randint(0, 100, (b, s)),), {}))
+
+
+def _performer(name: str) -> Built:
+    import torch
+    import performer_pytorch as pf
+
+    options = {
+        "performer": {}, "performer-causal": dict(causal=True), "performer-local-heads": dict(local_attn_heads=1),
+        "performer-generalized": dict(generalized_attention=True), "performer-rotary": dict(rotary_position_emb=True),
+    }[name]
+    model = pf.PerformerLM(num_tokens=100, max_seq_len=64, dim=32, depth=2, heads=2, dim_head=16, nb_features=16,
+                           feature_redraw_interval=2, **options)
+    return Built(model, [16, 24, 32], lambda b, s: ((torch.randint(0, 100, (b, s)),), {}))
+
+
+def _local_attention(name: str) -> Built:
+    import torch
+    import local_attention as la
+
+    if name == "local-transformer":
+        model = la.LocalTransformer(num_tokens=100, dim=32, depth=2, causal=True, local_attn_window_size=8,
+                                    max_seq_len=64, heads=2, dim_head=16)
+        return Built(model, [16, 24, 32], lambda b, s: ((torch.randint(0, 100, (b, s)),), {}))
+    if name == "local-mha":
+        model = la.LocalMHA(dim=32, window_size=8, heads=2, dim_head=16, causal=True, prenorm=True)
+        return Built(model, [16, 24, 32], lambda b, s: ((torch.randn(b, s, 32),), {}))
+    model = la.LocalAttention(dim=16, window_size=8, causal=name.endswith("causal"), look_backward=1,
+                              look_forward=0 if name.endswith("causal") else 1, autopad=True)
+
+    def make(b: int, s: int):
+        q, k, v = (torch.randn(b, 2, s, 16) for _ in range(3))
+        return (q, k, v), {}
+    return Built(model, [16, 24, 32], make)
+
+
+def _esm(name: str) -> Built:
+    import torch
+    from esm.data import Alphabet
+    from esm.model.esm2 import ESM2
+
+    alphabet = Alphabet.from_architecture("ESM-1b")
+    model = ESM2(num_layers=2, embed_dim=32, attention_heads=2, alphabet=alphabet,
+                 token_dropout=name != "esm2-no-token-dropout")
+    extra = {"repr_layers": [1, 2], "need_head_weights": True, "return_contacts": True} if name == "esm2-heads" else {}
+
+    def make(b: int, s: int):
+        tokens = torch.randint(4, 24, (b, s))
+        tokens[:, 0] = alphabet.cls_idx
+        return (tokens,), dict(extra)
+    return Built(model, [16, 24, 32], make)
