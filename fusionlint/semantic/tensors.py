@@ -14,6 +14,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.semantic.bindings import PARAMETER, bindings, reaching_plain_values, target_names
+from fusionlint.semantic.flags import flag_params
 from fusionlint.semantic.guards import OTHER_CLASS, TENSOR, narrowed
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
@@ -395,17 +396,23 @@ class TensorFacts:
                 if self.guarded(base) in (OTHER_CLASS, TENSOR):
                     continue  # read as a narrowed class (`isinstance(e, EdgeIndex) and e.is_undirected`)
                 suspects.add(base.value)
-        if not suspects:
+        # a parameter the function fills in with a Python flag (`calc_aux_loss = default(calc_aux_loss,
+        # self.training)`) is a switch, whatever its callers pass (fusionlint.semantic.flags)
+        flags = flag_params(self.fn.node, frozenset(self.names & self._param_names), self.cls)
+        if not suspects and not flags:
             return
-        self.names -= suspects
-        self._facts_changed()
-        try:
-            blocked = {n for n in suspects if not any(self._plainly_tensor(v) for v in self._bindings.get(n, ()))}
-        finally:
-            self.names |= suspects
+        blocked = set(flags)
+        if suspects:
+            self.names -= suspects
             self._facts_changed()
+            try:
+                blocked |= {n for n in suspects if not any(self._plainly_tensor(v) for v in self._bindings.get(n, ()))}
+            finally:
+                self.names |= suspects
+                self._facts_changed()
         if blocked:
             self._blocked = blocked
+            self._tensor_params = self._tensor_params - blocked  # a read before a re-binding sees it too
             self.names, self.sequences, self.tensor_dicts, self._why = set(), set(), set(), {}
             self._facts_changed()
             self._params()
