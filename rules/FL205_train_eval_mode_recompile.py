@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.dominance import FirstPerBlock
-from fusionlint.rule import Effect, Invalid, Rule
+from fusionlint.rule import Effect, Invalid, Rule, module_example
 
 _DOCS = """
 ## What it does
@@ -16,7 +16,11 @@ Flags the lines where compiled code *uses* a module's mode flag: `self.training`
 or as an argument of a torch function (`F.dropout(x, p, training=self.training)`), and a function
 parameter named `training` used the same way (`drop_path(x, p, self.training)` passes the flag on,
 and the guard is installed where `drop_path` uses it). One guard serves every later use of the same
-flag in the same block or below it, so only the first such use is reported. Off by default (`--select FL205`): one
+flag in the same block or below it, so only the first such use is reported; a use that may not run (the right
+operand of `and`/`or`, an arm of `x if c else y`) stands for no later use (measured, torch 2.13 CPU: after
+`if self.use_noise and self.training:` with `use_noise` False, the failed guard is on the next `if
+self.training:`). A flag passed to a torch call is reported at the call, whose first line is the one
+Dynamo names. Off by default (`--select FL205`): one
 recompile per mode is usually a price worth paying.
 
 ## Why is this bad?
@@ -71,18 +75,20 @@ def _cls_src(body: str) -> str:
     return "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Block(nn.Module):\n" + body
 
 
-def _consumed(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], qualname) -> Optional[str]:
+def _consumed(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], qualname) -> Optional[tuple[str, cst.CSTNode]]:
     """How the flag is used where it is read, when that use makes Dynamo guard on it: "a condition" or
-    "an argument of <torch function>"; None when the value only travels on (assigned, returned, passed to
-    a function of the project, whose own use of it is where the guard is installed)."""
+    "an argument of <torch function>", and the node to report (the call, for an argument: Dynamo names
+    the call's first line, esm's `F.dropout(` three lines above `training=self.training`); None when the
+    value only travels on (assigned, returned, passed to a function of the project, whose own use of it is
+    where the guard is installed)."""
     cur: cst.CSTNode = node
     for parent in parents:
         if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
-            return "a condition"
+            return "a condition", node
         if isinstance(parent, (cst.BooleanOperation, cst.Comparison, cst.ComparisonTarget)):
-            return "a condition"
+            return "a condition", node
         if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-            return "a condition" if parent.test is cur else None
+            return ("a condition", node) if parent.test is cur else None
         if isinstance(parent, cst.Arg):
             cur = parent
             continue
@@ -90,9 +96,25 @@ def _consumed(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], qualna
             if cur is parent.func:
                 return None
             callee = qualname(parent.func) or ""
-            return f"an argument of `{callee}`" if callee.startswith("torch.") else None
+            return (f"an argument of `{callee}`", parent) if callee.startswith("torch.") else None
         return None
     return None
+
+
+def _surely_read(node: cst.CSTNode, parents: tuple[cst.CSTNode, ...]) -> bool:
+    """Is ``node`` evaluated whenever its statement runs? Not as the right operand of ``and``/``or`` (vector-
+    quantize-pytorch's `should_inplace_optimize and self.training and ...`, where the first operand is False
+    and Dynamo never reads the flag) nor in an arm of a conditional expression."""
+    cur = node
+    for parent in parents:
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return True
+        if isinstance(parent, cst.BooleanOperation) and parent.right is cur:
+            return False
+        if isinstance(parent, cst.IfExp) and parent.test is not cur:
+            return False
+        cur = parent
+    return True
 
 
 def _training_param(function) -> bool:
@@ -133,6 +155,27 @@ class TrainEvalModeRecompile(Rule):
         _cls_src("    def forward(self, x):\n        return F.gelu(x)\n"),
     ]
     INVALID = [
+        # measured (torch 2.13 CPU, train then eval): `self.use_noise` is False, so Dynamo never reads the flag on
+        # line 11 (reported: it is read when `use_noise` is True); the guard that fails is on line 13, which also
+        # stands for the dropout's flag below it
+        Invalid(
+            module_example(
+                "    def __init__(self):\n        super().__init__()\n        self.use_noise = False\n\n"
+                "    def forward(self, x):\n        if self.use_noise and self.training:\n            x = x + 1\n"
+                "        if self.training:\n            x = x * 2\n        return torch.nn.functional.dropout(\n"
+                "            x,\n            p=0.1,\n            training=self.training,\n        )\n"
+            ),
+            count=2,
+        ),
+        # a flag passed to a multi-line torch call: named at the call's first line (measured: line 7, not 9)
+        Invalid(
+            module_example(
+                "    def forward(self, x):\n        return torch.nn.functional.dropout(\n            x,\n"
+                "            training=self.training,\n        )\n"
+            ),
+            line=7,
+            count=1,
+        ),
         Invalid(
             _cls_src("    def forward(self, x):\n        if self.training:\n            x = x * 2\n        return x\n"),
             line=8,
@@ -212,9 +255,12 @@ class TrainEvalModeRecompile(Rule):
         self._guarded = FirstPerBlock()
 
     def _check(self, node: cst.BaseExpression, what: str, ctx) -> None:
-        use = _consumed(node, ctx.parents, ctx.qualname)
-        if use is None:
+        parents = ctx.parents
+        found = _consumed(node, parents, ctx.qualname)
+        if found is None:
             return
-        if not self._guarded.first((id(ctx.function), what), ctx):
+        use, anchor = found
+        # a read that may not happen reports, but does not stand for the reads after it
+        if not self._guarded.first((id(ctx.function), what), ctx, record=_surely_read(node, parents)):
             return
-        ctx.report(node, f"{what}, used as {use}, {_MESSAGE}")
+        ctx.report(anchor, f"{what}, used as {use}, {_MESSAGE}")

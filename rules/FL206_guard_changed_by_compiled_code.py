@@ -11,6 +11,7 @@ from fusionlint.analysis.attributes import self_attr
 from fusionlint.analysis.dominance import FirstPerBlock
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule, module_example
+from fusionlint.semantic.sizes import Sizes
 
 _DOCS = """
 ## What it does
@@ -47,7 +48,11 @@ doing `if not state.ready: state.ready = True`: 1 recompile, guard `state.ready 
 (sam3_video's order): 1 recompile, guard `not session.prompt_embeddings` on the `if` line. The
 same forwards deciding from the input alone (no stored state), or reading the flag without
 writing it: 0. On real models the recall bench (bench/recall.py) records both: big_bird's
-`set_attention_type` and m2m_100's `is_updated` cross-attention flag.
+`set_attention_type` and m2m_100's `is_updated` cross-attention flag; and ESM-2's rotary cache (fair-esm 2.0,
+first measured 2026-12-05), where `if seq_len != self._seq_len_cached:` guards on the length the compiled
+code stored there (`self._seq_len_cached = seq_len`, `seq_len = x.shape[...]`): the guard
+`..._seq_len_cached == 16` (then 24, 32) failed on that line once for each new length, in 3 models. A
+comparison with a literal or with a size of a tensor is what shows that the attribute holds a Python value.
 
 ## Example
 ```python
@@ -181,8 +186,19 @@ def _changed_after(ctx, fn, read: cst.CSTNode, attr: str, write: _Write) -> bool
     return False
 
 
+def _compared_with_size(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], ctx) -> bool:
+    """``seq_len != self._seq_len_cached`` with ``seq_len = x.shape[1]``: the attribute holds a Python int
+    (ESM's rotary cache, fair-esm 2.0, on the recall bench: a recompile for each new length)."""
+    for parent in parents[:2]:
+        if isinstance(parent, cst.Comparison):
+            sizes = Sizes(ctx)
+            operands = [parent.left, *(c.comparator for c in parent.comparisons)]
+            return any(o is not node and sizes.of(o) is not None for o in operands)
+    return False
+
+
 def _scalar_evidence(ctx, attr: str, node, parents) -> bool:
-    if _compared_with_literal(node, parents):
+    if _compared_with_literal(node, parents) or _compared_with_size(node, parents, ctx):
         return True
     model = ctx.model
     summary = model.files.get(ctx.path)
@@ -310,6 +326,17 @@ class GuardChangedByCompiledCode(Rule):
                 "            self.initialized = True\n        return x * 2\n"
             ),
             line=11,
+        ),
+        # ESM-2's rotary cache: a length stored on self by compiled code, compared with the next input's length
+        Invalid(
+            module_example(
+                "    def __init__(self):\n        super().__init__()\n        self._len = None\n\n"
+                "    def _tables(self, x):\n        n = x.shape[1]\n        if n != self._len:\n"
+                "            self._len = n\n        return x\n\n"
+                "    def forward(self, x):\n        return self._tables(x) * 2\n"
+            ),
+            line=12,
+            count=1,
         ),
         # m2m_100's pattern: an argument's item read through a local, tested, then set by the same call
         Invalid(

@@ -302,6 +302,88 @@ def test_switch_parameters_and_annotated_callee_parameters_stay_python(tmp_path)
     assert [f for f in lint(root) if f.code in ("FL101", "FL102", "FL103")] == []
 
 
+def test_parameters_filled_in_with_a_python_flag_are_switches(tmp_path):
+    """Found on the recall bench's first run of vector-quantize-pytorch 1.32 (2026-12-05): `if calc_aux_loss:`
+    after `calc_aux_loss = default(calc_aux_loss, self.training)` was reported as a branch on a tensor, and so
+    were `ema_update` (`default(ema_update, self.ema_update)`, set from an `__init__` flag) and the other forms
+    of a fallback. A fallback that is a tensor keeps the parameter a tensor."""
+    root = project(tmp_path, {"m.py": HEAD + """
+        def exists(v):
+            return v is not None
+
+
+        def default(v, d):
+            return v if exists(v) else d
+
+
+        class Quantizer(nn.Module):
+            def __init__(self, ema_update=True):
+                super().__init__()
+                self.ema_update = ema_update
+                self.register_buffer("initted", torch.tensor(False))
+
+            def forward(self, x, calc_aux_loss=None, ema_update=None, hard=None, soft=None, mask=None, gate=None):
+                calc_aux_loss = default(calc_aux_loss, self.training)
+                ema_update = default(ema_update, self.ema_update)
+                hard = hard if exists(hard) else not self.training
+                if soft is None:
+                    soft = False
+                mask = default(mask, torch.ones_like(x))
+                gate = default(gate, self.initted)
+                if calc_aux_loss:
+                    x = x * 2
+                if ema_update and not soft:
+                    x = x + 1
+                if hard:
+                    x = x - 1
+                if mask.any():
+                    x = x / 2
+                if gate:
+                    x = x * 3
+                return x
+        """})
+    text = (root / "m.py").read_text()
+    found = {line for _, line in at(lint(root), "FL102")}
+    lines = {needle: next(i for i, l in enumerate(text.splitlines(), 1) if needle in l)
+             for needle in ("if mask.any()", "if gate:", "if calc_aux_loss:", "if ema_update and", "if hard:")}
+    assert found == {lines["if mask.any()"], lines["if gate:"]}
+
+
+def test_an_attribute_holding_a_module_function_is_called_with_the_flags_passed_on(tmp_path):
+    """vector-quantize-pytorch 1.32: `self.gumbel_sample = gumbel_sample` (an `__init__` parameter whose default
+    is the module's function) called as `self.gumbel_sample(dist, temperature=t, training=self.training)`: the
+    function is compiled, and a parameter the caller fills in with a flag (`t = default(t, self.temp)`) is no
+    tensor in it either."""
+    root = project(tmp_path, {"helpers.py": HEAD + """
+        def gumbel_sample(logits, temperature=1.0, training=True):
+            if training and temperature > 0:
+                logits = logits + torch.rand_like(logits)
+            return logits.argmax(dim=-1).tolist()
+        """, "m.py": HEAD + """
+        from helpers import gumbel_sample
+
+
+        def default(v, d):
+            return v if v is not None else d
+
+
+        class Codebook(nn.Module):
+            def __init__(self, temp=0.5, gumbel_sample=gumbel_sample):
+                super().__init__()
+                self.temp = temp
+                self.gumbel_sample = gumbel_sample
+
+            def forward(self, x, temperature=None):
+                temperature = default(temperature, self.temp)
+                return self.gumbel_sample(x, temperature=temperature, training=self.training)
+        """})
+    findings = lint(root)
+    assert at(findings, "FL101") == [("helpers.py", 6)]  # compiled through the attribute
+    assert next(f for f in findings if f.code == "FL101").chain == ("Codebook.forward", "helpers.gumbel_sample")
+    assert at(findings, "FL102") == []  # `temperature` is the caller's flag, not a tensor
+    assert at(findings, "FL205") == [("helpers.py", 4)]  # the mode flag passed on is guarded where it is tested
+
+
 # 8. calls through an attribute holding a callable object
 def test_attribute_object_call_traces_its_dunder_call(tmp_path):
     root = project(tmp_path, {

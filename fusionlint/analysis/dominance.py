@@ -18,12 +18,14 @@ class FirstPerBlock:
         self._seen: dict[Hashable, set[int]] = {}
         self._blocks: list[cst.CSTNode] = []  # kept alive, so that their ids stay unique during the file
 
-    def first(self, key: Hashable, ctx) -> bool:
+    def first(self, key: Hashable, ctx, record: bool = True) -> bool:
+        """``record=False``: an event that may not happen (the right operand of ``and``/``or``, an arm of a
+        conditional expression) covers nothing after it."""
         blocks = [p for p in ctx.iter_parents() if isinstance(p, (cst.IndentedBlock, cst.Module))]
         seen = self._seen.setdefault(key, set())
         if any(id(block) in seen for block in blocks):
             return False
-        if blocks:
+        if blocks and record:
             seen.add(id(blocks[0]))
             self._blocks.append(blocks[0])
         return True

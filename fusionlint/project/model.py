@@ -746,12 +746,12 @@ class _Propagation:
         where = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
         changed = False
         for param, value in zip(params, site.args):
-            if param.annotation == "other":  # the callee says what it takes (`flag: bool | None`)
-                continue
+            if param.annotation == "other" or param.name in callee.flag_params:  # the callee says what it takes
+                continue  # (`flag: bool | None`, `flag = default(flag, self.training)`)
             if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
                 callee_facts.tensor_params[param.name] = where
                 changed = True
-        names = {p.name for p in params if p.annotation != "other"}
+        names = {p.name for p in params if p.annotation != "other" and p.name not in callee.flag_params}
         for name, value in site.kwargs:
             if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
                 callee_facts.tensor_params[name] = where
@@ -934,6 +934,12 @@ class _Propagation:
         """``self.attr(...)``: the forward of a project submodule, or ``__call__`` of an object;
         ``self.attr.method_name(...)``: that method of the attribute's project class."""
         for owner, fact in self.p.attribute_facts(summary, cls, attr):
+            if fact.kind == "ref" and method_name is None:
+                # `self.gumbel_sample = gumbel_sample` in a method: the module-level function it names
+                found_fn = self._referenced_function(owner, fact.ctor)
+                if found_fn is not None:
+                    return found_fn
+                continue
             found = self.p.attr_class(owner, fact)
             if found is None:
                 continue
@@ -951,6 +957,17 @@ class _Propagation:
             return method[0], method[1], True, label
         return None
 
+    def _referenced_function(self, owner: FileSummary, name: str):
+        """The module-level function ``name`` (as the owner's file writes it, through its imports) denotes,
+        as a callee that gets no receiver; None for anything else (a class, a variable, outside the project)."""
+        fn = owner.functions.get(name) if "." not in name else None
+        if fn is not None:
+            return (owner, fn, False, name) if fn.cls is None and fn.parent is None else None
+        found = self.p.resolve(name) if "." in name else None
+        if found is None or found[0] != "function" or found[2].cls is not None:
+            return None
+        return found[1], found[2], False, f"{found[1].module}.{found[2].qualname}"
+
     # -- is an argument a tensor in the caller? -------------------------------------------------------
     def _tensor(self, value: Value, summary: FileSummary, fn: FunctionSummary, facts: FunctionFacts) -> bool:
         for atom in value:
@@ -960,7 +977,7 @@ class _Propagation:
             if what == "items":  # a list or dict of tensors is not one (its items are: `parts[0]`)
                 continue
             if what == "param":
-                if name in facts.tensor_params:
+                if name in facts.tensor_params and name not in fn.flag_params:
                     return True
             elif what == "call":
                 how = "dotted" if "." in name else "name"
@@ -1198,7 +1215,7 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     functions = [
         (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
          fn.wrappers,
-         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host, fn.returns_sparse)
+         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host, fn.returns_sparse, fn.flag_params)
          if fn.qualname in entered else None)
         for fn in summary.functions.values()
         if fn.qualname in entered or fn.qualname in probed
@@ -1280,7 +1297,7 @@ def _entry_params(fn: FunctionSummary, chain: str, kind: str) -> dict[str, str]:
             continue
         if param.annotation == "other":
             continue
-        if param.default not in (None, "none"):
+        if param.default not in (None, "none") or param.name in fn.flag_params:
             continue
         if param.name in fn.tensor_uses:  # `lens.any()`: a tensor, whatever its name says
             out[param.name] = f"{why}, used as one"

@@ -23,6 +23,7 @@ from fusionlint.outline import Outline, outline_of
 from fusionlint.project.breaks import SOME_PATH, SPARSE_CONSTRUCTORS, break_conditions, every_call_spans, first_break, on_spans, reads_tensor_value
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
+from fusionlint.semantic.flags_ast import flag_params_ast
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
 
 # Calls into these never reach project code: not worth a call site.
@@ -59,6 +60,8 @@ def forget_shared() -> None:
 # fresh for every occurrence (``dotted``, ``resolve``, f-strings): interned, each distinct name is one
 # string for the whole run (on the zoo most are repeats: "self.norm", "torch.nn.Linear").
 _name = sys.intern
+# attribute kinds that are no Python flag (fusionlint.semantic.flags: `default(p, self.<attr>)`)
+_NOT_FLAG_KINDS = frozenset({"param", "buffer", "tensor", "object", "modules", "container", "ref"})
 # Line numbers above 256 are a new int object each (32 bytes); one per distinct number instead.
 _LINES: dict[int, int] = {}
 
@@ -109,7 +112,7 @@ class CallSite:
 
 @dataclass(slots=True)
 class AttrFact:
-    kind: str  # "param" | "buffer" | "tensor" | "object" | "modules" | "int" | "float" | "bool" | "str" | "none" | "container" | "unknown"
+    kind: str  # "param" | "buffer" | "tensor" | "object" | "modules" | "int" | "float" | "bool" | "str" | "none" | "container" | "ref" (a module-level name: `ctor`) | "unknown"
     ctor: str  # resolved constructor for "object"; "" otherwise
     method: str  # the method that assigns it
     line: int
@@ -156,6 +159,9 @@ class FunctionSummary:
     # a `return` hands back a sparse tensor made here (`return torch.sparse_coo_tensor(...)`, or a local bound
     # to one): the constructor breaks, and the frame the caller resumes in cannot take the sparse tensor
     returns_sparse: bool = False
+    # parameters the function fills in with a Python flag when nothing is passed (`p = default(p,
+    # self.training)`: fusionlint.semantic.flags): switches, not tensors, whatever a caller passes
+    flag_params: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -925,10 +931,15 @@ class _Summarizer:
             breaks=breaks, break_line=_line(break_line), break_conds=_shared(break_conds) if break_conds else (),
             returns_host=bool(breaks) and any(_is_host_value(r, hosted) and not values.of(r) for r in returns),
             returns_sparse=bool(breaks) and _returns_sparse(returns, body_nodes, aliases),
+            flag_params=self._flag_params(params, body_nodes, tests, cls),
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
-            self._attr_facts(cls, node.name, body_nodes, calls, values)
+            # a parameter whose default is a module-level name (`gumbel_sample=gumbel_sample`) stands for it
+            # (defaults are evaluated outside the function: the parameter may share the name)
+            referred = {a.arg: d.id for a, d in zip([*positional, *args.kwonlyargs], [*defaults, *args.kw_defaults])
+                        if isinstance(d, ast.Name)}
+            self._attr_facts(cls, node.name, body_nodes, calls, values, frozenset(names) | bound.keys(), referred)
         for inner in nested:
             self._function(inner, f"{qual}.<locals>.{inner.name}", cls, qual)
         if nested:
@@ -997,13 +1008,26 @@ class _Summarizer:
         args, kwargs = _arguments(call.args[1:], call.keywords, values) if partial else ((), ())
         return CallSite(how, _name(target), args, kwargs, _line(call.lineno), "")
 
-    def _attr_facts(self, cls: ClassSummary, method: str, body_nodes, calls, values: LocalValues) -> None:
+    def _flag_params(self, params, body_nodes, tests, cls: Optional[ClassSummary]) -> frozenset[str]:
+        optional = frozenset(p.name for p in params if p.default == "none")
+        if not optional:
+            return NO_NAMES
+
+        def attr_is_flag(attr: str) -> bool:  # what the class's methods summarised so far assign there
+            facts = cls.attrs.get(attr, ()) if cls is not None else ()
+            return bool(facts) and not any(f.kind in _NOT_FLAG_KINDS for f in facts)
+
+        found = flag_params_ast(body_nodes, tests, optional, attr_is_flag)
+        return _shared(found) if found else NO_NAMES
+
+    def _attr_facts(self, cls: ClassSummary, method: str, body_nodes, calls, values: LocalValues,
+                    local_names: frozenset[str] = frozenset(), referred: Optional[dict[str, str]] = None) -> None:
         for n in body_nodes:
             if isinstance(n, ast.Assign):
                 for target in n.targets:
-                    self._attr_write(cls, method, target, n.value, n.lineno)
+                    self._attr_write(cls, method, target, n.value, n.lineno, local_names, referred)
             elif isinstance(n, ast.AnnAssign) and n.value is not None:
-                self._attr_write(cls, method, n.target, n.value, n.lineno)
+                self._attr_write(cls, method, n.target, n.value, n.lineno, local_names, referred)
         for call in calls:
             func = call.func
             if (
@@ -1014,16 +1038,26 @@ class _Summarizer:
                 kind = "buffer" if func.attr == "register_buffer" else "param"
                 cls.attrs.setdefault(call.args[0].value, []).append(AttrFact(kind, "", method, call.lineno))
 
-    def _attr_write(self, cls: ClassSummary, method: str, target: ast.expr, value: ast.expr, line: int) -> None:
+    def _attr_write(self, cls: ClassSummary, method: str, target: ast.expr, value: ast.expr, line: int,
+                    local_names: frozenset[str] = frozenset(), referred: Optional[dict[str, str]] = None) -> None:
         if (
             isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
             and len(target.elts) == len(value.elts)
             and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
         ):  # `self.scale, self.shift = Scale(), Shift()`: each target gets its value
             for one, each in zip(target.elts, value.elts):
-                self._attr_write(cls, method, one, each, line)
+                self._attr_write(cls, method, one, each, line, local_names, referred)
             return
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+            return
+        named = value.id if isinstance(value, ast.Name) else None
+        if named is not None and named in local_names:
+            named = (referred or {}).get(named)  # a parameter: the module-level name its default is
+        if named is not None:
+            # `self.gumbel_sample = gumbel_sample`: a module-level name (a function, the model decides), called
+            # as `self.gumbel_sample(...)` (vector-quantize-pytorch's codebooks take it as an `__init__` default)
+            ref = _name(self.out.aliases.get(named, named))
+            cls.attrs.setdefault(target.attr, []).append(AttrFact("ref", ref, method, line))
             return
         cls.attrs.setdefault(target.attr, []).append(self._fact(value, method, line))
 

@@ -17,6 +17,8 @@ None: p = d``. The fallback is a flag when it is a ``bool``/number/string consta
 ``not ...``, an ``and``/``or`` of flags, or ``self.<attr>`` that ``__init__`` sets from one of its own
 parameters or a constant and that the class does not hold as a tensor (``self.ema_update = ema_update``
 with ``ema_update=True``).
+
+The same forms on CPython's tree, for the project summaries, are in ``fusionlint.semantic.flags_ast``.
 """
 
 from __future__ import annotations
