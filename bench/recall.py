@@ -80,7 +80,10 @@ NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14", "x-transformers==2.31.10
                 # (2026-12-05): their dependencies are the pins above plus the three after them
                 "vector-quantize-pytorch==1.32.0", "perceiver-pytorch==0.11.0", "performer-pytorch==1.1.4",
                 "local-attention==1.11.2", "hyper-connections==0.4.11", "axial-positional-embedding==0.3.12",
-                "fair-esm==2.0.0"]
+                "fair-esm==2.0.0",
+                # and the "moe" set, the same day: mixtures of experts and byte-level / ring attention models
+                "mixture-of-experts==0.2.3", "soft-moe-pytorch==0.1.9", "MEGABYTE-pytorch==0.3.6",
+                "ring-attention-pytorch==0.5.20", "beartype==0.23.1", "jaxtyping==0.3.11", "wadler-lindig==0.1.8"]
 
 
 def log(msg: str) -> None:
@@ -109,7 +112,8 @@ def venv_facts() -> dict:
         "import importlib.metadata as m, json, sysconfig;"
         "print(json.dumps({'site': sysconfig.get_paths()['purelib'], 'versions': {p: m.version(p) for p in "
         "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'vit_pytorch', 'x_transformers', "
-        "'vector_quantize_pytorch', 'perceiver_pytorch', 'performer_pytorch', 'local_attention', 'fair_esm', 'fusionlint')}}))"
+        "'vector_quantize_pytorch', 'perceiver_pytorch', 'performer_pytorch', 'local_attention', 'fair_esm', "
+        "'mixture_of_experts', 'soft_moe_pytorch', 'MEGABYTE_pytorch', 'ring_attention_pytorch', 'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
     facts = json.loads(out)
@@ -370,7 +374,9 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
             (("diffusers", "diffusers"), ("torch_geometric", "PyG"), ("vit_pytorch", "vit-pytorch"),
              ("x_transformers", "x-transformers"), ("vector_quantize_pytorch", "vector-quantize-pytorch"),
              ("perceiver_pytorch", "perceiver-pytorch"), ("performer_pytorch", "performer-pytorch"),
-             ("local_attention", "local-attention"), ("fair_esm", "fair-esm")) if v.get(key))
+             ("local_attention", "local-attention"), ("fair_esm", "fair-esm"),
+             ("mixture_of_experts", "mixture-of-experts"), ("soft_moe_pytorch", "soft-moe-pytorch"),
+             ("MEGABYTE_pytorch", "MEGABYTE-pytorch"), ("ring_attention_pytorch", "ring-attention-pytorch")) if v.get(key))
         + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",

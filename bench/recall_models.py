@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch", "x_transformers",
-            "vector_quantize_pytorch", "perceiver_pytorch", "performer_pytorch", "local_attention", "esm")
+            "vector_quantize_pytorch", "perceiver_pytorch", "performer_pytorch", "local_attention", "esm",
+            "mixture_of_experts", "soft_moe_pytorch", "MEGABYTE_pytorch", "ring_attention_pytorch")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -112,6 +113,11 @@ PERCEIVER = "perceiver perceiver-io perceiver-lm".split()
 PERFORMER = "performer performer-causal performer-local-heads performer-generalized performer-rotary".split()
 LOCAL_ATTENTION = "local-transformer local-attention local-attention-causal local-mha".split()
 ESM = "esm2 esm2-no-token-dropout esm2-heads".split()
+# the "moe" set (2026-12-05): routing and capacity logic, byte-level patches, ring attention on one process
+MIXTURE_OF_EXPERTS = "moe moe-all heirarchical-moe".split()  # the threshold policy fails in eager (0.2.3)
+SOFT_MOE = "soft-moe soft-moe-geglu dynamic-slots".split()
+MEGABYTE = "megabyte megabyte-rel-pos".split()
+RING_ATTENTION = "ring-transformer ring-transformer-causal ring-attention-gqa".split()
 
 
 def all_names() -> list[str]:
@@ -129,6 +135,10 @@ def all_names() -> list[str]:
     names += [f"performer_pytorch:{n}" for n in PERFORMER]
     names += [f"local_attention:{n}" for n in LOCAL_ATTENTION]
     names += [f"esm:{n}" for n in ESM]
+    names += [f"mixture_of_experts:{n}" for n in MIXTURE_OF_EXPERTS]
+    names += [f"soft_moe_pytorch:{n}" for n in SOFT_MOE]
+    names += [f"MEGABYTE_pytorch:{n}" for n in MEGABYTE]
+    names += [f"ring_attention_pytorch:{n}" for n in RING_ATTENTION]
     return names
 
 
@@ -160,6 +170,10 @@ def build(name: str) -> Built:
         "performer_pytorch": _performer,
         "local_attention": _local_attention,
         "esm": _esm,
+        "mixture_of_experts": _mixture_of_experts,
+        "soft_moe_pytorch": _soft_moe,
+        "MEGABYTE_pytorch": _megabyte,
+        "ring_attention_pytorch": _ring_attention,
     }[family](model)
 
 
@@ -952,3 +966,54 @@ def _esm(name: str) -> Built:
         tokens[:, 0] = alphabet.cls_idx
         return (tokens,), dict(extra)
     return Built(model, [16, 24, 32], make)
+
+
+# ---------------------------------------------------------------- the moe set (2026-12-05)
+
+
+def _mixture_of_experts(name: str) -> Built:
+    import torch
+    import mixture_of_experts as me
+
+    dim = 16
+    if name == "heirarchical-moe":
+        model = me.HeirarchicalMoE(dim=dim, num_experts=(2, 2))
+    else:
+        options = {"moe": {}, "moe-all": dict(second_policy_train="all", second_policy_eval="all")}[name]
+        model = me.MoE(dim=dim, num_experts=4, hidden_dim=32, **options)
+    return Built(model, [16, 24, 32], lambda b, s: ((torch.randn(b, s, dim),), {}))
+
+
+def _soft_moe(name: str) -> Built:
+    import torch
+    import soft_moe_pytorch as sm
+
+    dim = 16
+    if name == "dynamic-slots":
+        model = sm.DynamicSlotsSoftMoE(dim=dim, num_experts=4)
+    else:
+        model = sm.SoftMoE(dim=dim, seq_len=64, num_experts=4, geglu=name.endswith("geglu"), is_distributed=False,
+                           offload_unused_experts_to_cpu=False)
+    return Built(model, [16, 24, 32], lambda b, s: ((torch.randn(b, s, dim),), {}))
+
+
+def _megabyte(name: str) -> Built:
+    import torch
+    import MEGABYTE_pytorch as mb
+
+    model = mb.MEGABYTE(num_tokens=64, dim=(32, 16), depth=(1, 1), max_seq_len=(8, 4), dim_head=8, heads=2,
+                        rel_pos=name.endswith("rel-pos"))
+    return Built(model, [16, 24, 32], lambda b, s: ((torch.randint(0, 64, (b, s)),), {}))
+
+
+def _ring_attention(name: str) -> Built:
+    import torch
+    import ring_attention_pytorch as ra
+
+    if name == "ring-attention-gqa":
+        model = ra.RingAttention(dim=32, dim_head=8, heads=4, num_grouped_query_heads=2, causal=True, bucket_size=8,
+                                 rotary_embed=True)
+        return Built(model, [16, 24, 32], lambda b, s: ((torch.randn(b, s, 32),), {}))
+    model = ra.RingTransformer(num_tokens=64, dim=32, depth=2, causal=name.endswith("causal"), dim_head=8, heads=2,
+                               bucket_size=8)
+    return Built(model, [16, 24, 32], lambda b, s: ((torch.randint(0, 64, (b, s)),), {}))
