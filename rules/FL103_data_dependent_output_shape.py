@@ -67,6 +67,7 @@ Sizes, offsets and indices read from a 0-d tensor (measured with torch 2.13.0+cp
 | `h[lens.argmax()]`, `h[:, lens.sum() - 10]` (a 0-d index) | GB0033 | 2 graphs |
 | `h.narrow(1, 0, lens.max())`, `torch.narrow(h, 1, 0, n)` with a tensor `n` | GB0033 | 2 graphs |
 | `F.one_hot(idx)` / `F.one_hot(idx, num_classes=-1)` | GB0246 / GB0033 | 2 frames |
+| `F.one_hot(idx, max(idx.max() + 2, n))` (a tensor width, here through the builtin `max`: mixture-of-experts 0.2.3's `safe_one_hot`, recall bench) | GB0033 | measured with `tests/test_fixture_effects`' helper; the same `max(...)` used in arithmetic: no break |
 | `h.view(lens.min() + 1, -1)`, `h[:1].expand(lens.max(), -1)`, `h.repeat(lens.min(), 1)`, `h.chunk(lens.max())`, `h.roll(lens.min(), 0)`, `h.topk(lens.min(), dim=-1)`, `torch.tril(h, lens.min())`, `torch.eye(lens.max() * 2 + 2)`, `F.pad(h, (0, lens.min()))` | GB0033 | the break id (`tests/test_gb_forms.py`); regions not counted |
 | `F.interpolate(h[None], size=lens.max() * 2)`, `h.unfold(1, lens.max(), 1)`, `torch.randint(0, lens.max(), (8,))`, `h.select(1, lens.min())`, `F.max_pool2d(h[None], lens.min() + 1)`, `h.unflatten(1, (lens.min() + 1, -1))` | GB0033 | the break id (`tests/test_gb_forms.py`); regions not counted |
 | `out[lens.argmax()] = 0` (0-d index of a write) / `out[:, : lens.min()] = 0` | GB0033 / GB0124 | the break id (`tests/test_gb_forms.py`); regions not counted |
@@ -181,6 +182,14 @@ GB0246 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0246.html
         "        return x[x > 0].sum()\n    @staticmethod\n    def backward(ctx, g):\n        return g\n",
     ]
     INVALID = [
+        # a width that is a tensor value, through the builtin max (measured: GB0033 at the one_hot line)
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\nclass M(nn.Module):\n"
+            "    def forward(self, x):\n        idx = x.long()\n        top = idx.max() + 1\n"
+            "        return F.one_hot(idx, max(top + 1, 8)) * max(top, 8)\n",
+            line=9,
+            count=1,
+        ),
         Invalid(
             "import torch\nimport torch.nn.functional as F\nfrom torch import nn\nclass M(nn.Module):\n"
             "    def forward(self, h, lens):\n        a = h[:, : lens.max()]\n        idx = lens.argmax()\n"

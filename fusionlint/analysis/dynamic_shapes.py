@@ -285,7 +285,20 @@ class ShapeChecker:
                 isinstance(classes.expression, cst.Integer) and classes.expression.value == "1"):
             gb = "GB0033"
         else:
-            return []
+            value = self._tensor_value(classes, ctx)
+            if value is None:
+                return []
+            # measured, torch 2.13 CPU (mixture-of-experts 0.2.3's `safe_one_hot`, recall bench): `F.one_hot(idx,
+            # max(idx.max() + 2, n))` -> GB0033 at that line; `max(idx.max() + 1, n)` used in arithmetic: no break
+            return [
+                (
+                    node,
+                    f"`{short(source(ctx, node))}` takes its width from a tensor value (`{short(source(ctx, value))}`): "
+                    "Dynamo reads it on the host: graph break (GB0033) and a host sync; pass a Python int "
+                    "(`num_classes=n`, then slice or mask what is out of range)",
+                    None,
+                )
+            ]
         # measured, torch 2.13 CPU: `F.one_hot(idx)` -> GB0246, `num_classes=-1` -> GB0033; `F.one_hot(idx, 10)`: no break
         return [
             (
@@ -341,6 +354,16 @@ class ShapeChecker:
             "or keep the full size and mask",
             None,
         )
+
+    def _tensor_value(self, expr: cst.BaseExpression, ctx) -> Optional[cst.BaseExpression]:
+        """``expr`` when it is a tensor value, also through the builtin ``max``/``min`` of a tensor and a number
+        (Dynamo computes them as tensors: ``max(idx.max() + 1, n)``), else None."""
+        if self.judge.strong(expr, ctx):
+            return expr
+        if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and ctx.qualname(expr.func) in ("max", "min")
+                and len(expr.args) >= 2 and not any(a.star or a.keyword is not None for a in expr.args)):
+            return next((a.value for a in expr.args if self.judge.strong(a.value, ctx)), None)
+        return None
 
     def _tensor_size(self, node: cst.Call, positions, keywords, ctx) -> Optional[cst.BaseExpression]:
         candidates: list[cst.BaseExpression] = []

@@ -1,0 +1,137 @@
+"""FL210 size-ratio-is-integer: compiled code tests `(size / k).is_integer()`, which pins the size."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from fusionlint.analysis.walk import iter_nodes
+from fusionlint.rule import Effect, Invalid, Rule
+from fusionlint.semantic.sizes import Sizes
+
+_DOCS = """
+## What it does
+Flags `.is_integer()` called in compiled code on a true division of a tensor's size, directly or
+through a local bound only to one: `m = seqlen / multiple` then `if m.is_integer():`, with
+`seqlen = x.shape[1]`. The form is lucidrains' `pad_to_multiple` helper (local-attention 1.11,
+soft-moe-pytorch 0.1.9, and the other packages that copy it).
+
+## Why is this bad?
+Under dynamic shapes the size is a symbol and `seqlen / multiple` a symbolic float. Asking whether
+that float is an integer needs its value: Dynamo guards on the float being exactly what it is now
+(`(x.size()[1] / 8) == 3.0`), so every new size fails the guard and recompiles, even when the answer
+(`True`) stays the same; after `torch._dynamo.config.recompile_limit` (8) recompiles the frame runs
+**eagerly**. Measured with torch 2.13.0+cpu (backend eager), sequence lengths 16, 24, 32, 40, 48 (all
+multiples of 8): 4 recompiles, each after the first with the guard on the `if m.is_integer():` line;
+with `if seqlen % multiple == 0:` 1 recompile (the one that makes the length symbolic), and the
+fixture (`fixtures/FL210_size_ratio_is_integer`) shows the same. On the recall bench (first run of
+local-attention and soft-moe-pytorch, 2026-12-05) the guard failed on that line in 5 models and 1 model.
+
+## Example
+```python
+def pad_to_multiple(t, multiple):
+    seqlen = t.shape[1]
+    m = seqlen / multiple
+    if m.is_integer():
+        return t
+    return F.pad(t, (0, 0, 0, math.ceil(m) * multiple - seqlen))
+```
+
+## Use instead
+Test divisibility on the integer size; Dynamo guards on the remainder's test, which holds for every
+size with the same answer:
+```python
+    if seqlen % multiple == 0:
+        return t
+    return F.pad(t, (0, 0, 0, -seqlen % multiple))
+```
+
+## Fix safety
+No automatic fix yet: the rewrite also changes the `math.ceil(m)` that usually follows.
+
+## PyTorch reference
+No graph-break id (this is a recompile):
+https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming_model.recompilation.html
+"""
+
+
+def _fwd(body: str) -> str:
+    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n" + body
+
+
+class SizeRatioIsInteger(Rule):
+    code = "FL210"
+    name = "size-ratio-is-integer"
+    message = "`.is_integer()` of a size divided by a number in compiled code: every new size recompiles"
+    effects = (Effect.RECOMPILE,)
+    triggers = ("is_integer",)
+    measured_on = ("torch 2.13.0 CPU",)
+    docs = _DOCS
+
+    VALID = [
+        # divisibility tested on the int size (measured: 1 recompile for 5 sizes, the automatic-dynamic one)
+        _fwd("        n = x.shape[1]\n        if n % 8 == 0:\n            return x\n        return x * 2\n"),
+        # a float that is no size
+        _fwd("        m = 10 / 4\n        if m.is_integer():\n            return x\n        return x * 2\n"),
+        # a local bound to something else on another path
+        _fwd("        m = x.shape[1] / 8\n        if self.training:\n            m = 2.5\n"
+             "        return x if m.is_integer() else x * 2\n"),
+        # outside compiled code
+        "import torch\n\n\ndef describe(x):\n    return (x.shape[1] / 8).is_integer()\n",
+    ]
+    INVALID = [
+        # lucidrains' pad_to_multiple, reached from forward
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+            "def pad_to_multiple(t, multiple):\n    seqlen = t.shape[1]\n    m = seqlen / multiple\n"
+            "    if m.is_integer():\n        return t\n    return F.pad(t, (0, 0, 0, 3))\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x):\n        return pad_to_multiple(x, 8) * 2\n",
+            line=9,
+            count=1,
+        ),
+        Invalid(_fwd("        return x if (x.size(1) / 4).is_integer() else x * 2\n"), line=7, count=1),
+        # the window first: `k / size` is a symbolic float too
+        Invalid(_fwd("        B, N, C = x.shape\n        ratio = 64 / N\n        if ratio.is_integer():\n"
+                     "            return x\n        return x * 2\n"), line=9, count=1),
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "is_integer" and not node.args):
+            return
+        found = self._size_division(func.value, ctx)
+        if found is None:
+            return
+        size, tensor = found
+        ctx.report(
+            node,
+            f"`{ctx.code(node).strip()}` tests a size divided by a number (`{size}`, a size of `{tensor}`) as a "
+            "Python float: Dynamo guards on the float's exact value, so every new size recompiles, and after "
+            "8 recompiles the frame runs eagerly; test divisibility on the int instead (`n % k == 0`)",
+        )
+
+    def _size_division(self, expr: cst.BaseExpression, ctx) -> Optional[tuple[str, str]]:
+        """(the size as written, its tensor) when ``expr`` is ``size / k`` (or ``k / size``), or a local
+        every binding of which in the function is one."""
+        sizes = Sizes(ctx)
+        if isinstance(expr, cst.Name) and ctx.function is not None:
+            values = [
+                stmt.value for stmt in iter_nodes(ctx.function.node.body, (cst.Assign,))
+                if any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in stmt.targets)
+            ]
+            found = [self._division(v, sizes, ctx) for v in values]
+            if found and all(f is not None for f in found):
+                return found[0]
+            return None
+        return self._division(expr, sizes, ctx)
+
+    @staticmethod
+    def _division(expr: cst.BaseExpression, sizes: Sizes, ctx) -> Optional[tuple[str, str]]:
+        if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide)):
+            return None
+        for side in (expr.left, expr.right):
+            tensor = sizes.of(side)
+            if tensor is not None:
+                return ctx.code(side).strip(), tensor
+        return None
