@@ -151,7 +151,11 @@ def test_a_method_written_twice_in_a_file_falls_back():
 
 def test_methods_rendered_alone_agree_on_repo_files():
     alone = total = 0
-    for path in SOURCES[1::9]:
-        a, t = _methods_agree(path.read_text(encoding="utf-8"))
-        alone, total = alone + a, total + t
+    # every ninth file, from further offsets until the sample holds enough methods (the repo's files change)
+    for offset in range(1, 9):
+        for path in SOURCES[offset::9]:
+            a, t = _methods_agree(path.read_text(encoding="utf-8"))
+            alone, total = alone + a, total + t
+        if total > 50:
+            break
     assert total > 50 and alone > 0.9 * total  # most methods are found by their text
