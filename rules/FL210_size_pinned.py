@@ -1,4 +1,4 @@
-"""FL210 size-ratio-is-integer: compiled code tests `(size / k).is_integer()`, which pins the size."""
+"""FL210 size-pinned: compiled code reads a tensor's size in a way that fixes it: `(size / k).is_integer()`."""
 
 from __future__ import annotations
 
@@ -15,18 +15,25 @@ _DOCS = """
 Flags `.is_integer()` called in compiled code on a true division of a tensor's size, directly or
 through a local bound only to one: `m = seqlen / multiple` then `if m.is_integer():`, with
 `seqlen = x.shape[1]`. The form is lucidrains' `pad_to_multiple` helper (local-attention 1.11,
-soft-moe-pytorch 0.1.9, and the other packages that copy it).
+soft-moe-pytorch 0.1.9, and the packages that copy it).
 
 ## Why is this bad?
-Under dynamic shapes the size is a symbol and `seqlen / multiple` a symbolic float. Asking whether
-that float is an integer needs its value: Dynamo guards on the float being exactly what it is now
-(`(x.size()[1] / 8) == 3.0`), so every new size fails the guard and recompiles, even when the answer
-(`True`) stays the same; after `torch._dynamo.config.recompile_limit` (8) recompiles the frame runs
-**eagerly**. Measured with torch 2.13.0+cpu (backend eager), sequence lengths 16, 24, 32, 40, 48 (all
-multiples of 8): 4 recompiles, each after the first with the guard on the `if m.is_integer():` line;
-with `if seqlen % multiple == 0:` 1 recompile (the one that makes the length symbolic), and the
-fixture (`fixtures/FL210_size_ratio_is_integer`) shows the same. On the recall bench (first run of
-local-attention and soft-moe-pytorch, 2026-12-05) the guard failed on that line in 5 models and 1 model.
+Under dynamic shapes a size is a symbol and `seqlen / multiple` a symbolic float. Asking whether that
+float is an integer needs its value: Dynamo guards on the float being exactly what it is now, so every
+new size fails the guard and recompiles, even when the answer stays the same, and after
+`torch._dynamo.config.recompile_limit` (8) recompiles the frame runs **eagerly**. Measured with torch
+2.13.0+cpu (backend eager), sequence lengths 16, 24, 32, 40, 48 (all multiples of 8): 4 recompiles,
+each after the first with the guard `(x.size()[1] / 8) == 3.0` on the `if m.is_integer():` line;
+with `if seqlen % multiple == 0:` 1 recompile (the one that makes the length symbolic); the fixture
+(`fixtures/FL210_size_pinned`) shows the same. On the recall bench (first runs, 2026-12-05) the guard
+failed on that line in 5 local-attention models and 1 soft-moe model.
+
+Measured the same way and not flagged: `torch.linspace(-1.0, 1.0, steps=n)` (and `torch.logspace`) with
+`n` a size also fixes it (4 recompiles for the 5 lengths; `torch.arange(n) / n`: 1), and perceiver-pytorch
+0.11's Fourier positions fixed its input sizes that way on the recall bench. But the sizes handed to
+`linspace` in the corpora are mostly model constants (a number of bins, of position axes: transformers'
+chmv2 and esmfold2, diffusers' ltx2 and a Sana refiner: 8 calls), whose specialisation costs nothing, so that form would
+mostly be noise.
 
 ## Example
 ```python
@@ -60,10 +67,10 @@ def _fwd(body: str) -> str:
     return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n" + body
 
 
-class SizeRatioIsInteger(Rule):
+class SizePinned(Rule):
     code = "FL210"
-    name = "size-ratio-is-integer"
-    message = "`.is_integer()` of a size divided by a number in compiled code: every new size recompiles"
+    name = "size-pinned"
+    message = "compiled code reads a tensor's size in a way that fixes it: every new size recompiles"
     effects = (Effect.RECOMPILE,)
     triggers = ("is_integer",)
     measured_on = ("torch 2.13.0 CPU",)
@@ -79,6 +86,9 @@ class SizeRatioIsInteger(Rule):
              "        return x if m.is_integer() else x * 2\n"),
         # outside compiled code
         "import torch\n\n\ndef describe(x):\n    return (x.shape[1] / 8).is_integer()\n",
+        # `linspace` with a size: measured to fix it too, left alone (the sizes it gets are mostly model constants)
+        _fwd("        n_bins = x.shape[1]\n        bins = torch.linspace(0.0, 1.0, n_bins)\n"
+             "        return x * bins[None, :, None]\n"),
     ]
     INVALID = [
         # lucidrains' pad_to_multiple, reached from forward
