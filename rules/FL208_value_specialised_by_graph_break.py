@@ -32,7 +32,11 @@ call to call:
 - a value a graph break reads from a tensor (`int(index.max())`, `.item()`, `.tolist()`, or what a
   function returns that does so, like PyG's `maybe_num_nodes`), where the frame resumed after the
   break first consumes it: in the same expression (`int(index.max()) + 1`) or where the name it is
-  bound to is first read (not when that frame has no tensor work: Dynamo does not compile it).
+  bound to is first read (not when that frame has no tensor work: Dynamo does not compile it);
+- a size in the tuple a function returns when that function breaks the graph on some path
+  (`padding_len, input_ids = self._pad_to_window_size(...)`, Longformer and LED: the padding warning
+  breaks), where the caller's resumed frame first uses it (measured: `___stack0[0] == 6` on that line,
+  `tests/test_returned_sizes.py`; on the recall bench `padding_len == 504` and `___stack0[0] == 504`).
 A first read is looked for on each path: when the two arms of an `if` both read the value first, both
 are reported (the guard is on the arm a call takes).
 The function breaks when a rule reports a break in it, or when it calls, in any file, a function
@@ -243,7 +247,7 @@ class ValueSpecialisedByGraphBreak(Rule):
         fn = ctx.function
         if fn is None or fn.node.body is not node:
             return
-        if not ctx.breaks and not fn.breaking_calls and fn.splits is None and not fn.host_calls:
+        if not ctx.breaks and not fn.breaking_calls and fn.splits is None and not fn.host_calls and not fn.size_calls:
             return  # nothing splits this function (the common case: no walk)
         breaking_nodes = _breaking_nodes(fn, ctx)
         points = split_points(fn.node, breaking_nodes)
@@ -251,6 +255,7 @@ class ValueSpecialisedByGraphBreak(Rule):
             return
         done: set[int] = set()
         self._host_values(fn, ctx, done)
+        self._returned_sizes(fn, ctx, done)
         sizes = Sizes(ctx)
         varying = {n: how for n, how in fn.varying.items() if n not in fn.tensor_params}
         if varying:  # the function's own frame reads its arguments
@@ -293,6 +298,41 @@ class ValueSpecialisedByGraphBreak(Rule):
                     f"`{name}` ({what}) crosses the graph break at line {LINE_REFS}: the frame Dynamo resumes in "
                     f"after the break gets it as a Python value and guards on it here: {again}",
                     line_refs=(breaking,),
+                    no_reason=True,
+                )
+
+    def _returned_sizes(self, fn: FunctionInfo, ctx, done: set[int]) -> None:
+        """``padding_len, input_ids, ... = self._pad_to_window_size(...)``: a callee that breaks the graph
+        returns a size in a tuple (``FunctionInfo.size_calls``); when it breaks, the caller resumes in a new
+        frame that gets the size as a Python int and guards on it where it is first used (recall bench:
+        Longformer's `___stack0[0] == 504` at the next call that passes `padding_len`, LED's `if padding_len > 0:`)."""
+        if not fn.size_calls:
+            return
+        for stmt in iter_nodes(fn.node.body, (cst.Assign,)):
+            call = stmt.value
+            if not (isinstance(call, cst.Call) and len(stmt.targets) == 1):
+                continue
+            positions = fn.size_calls.get(dotted(call.func) or "")
+            target = stmt.targets[0].target
+            if positions is None or not isinstance(target, (cst.Tuple, cst.List)):
+                continue
+            names = {
+                e.value.value: True for i, e in enumerate(target.elements)
+                if i in positions and isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
+            }
+            found = after_break(fn.node, frozenset({id(call)})) if names else None
+            if found is None:
+                continue
+            for name, read, at in first_reads(found[1], names):
+                if id(read) in done:
+                    continue
+                done.add(id(read))
+                ctx.report(
+                    at,
+                    f"`{name}` is a size that `{dotted(call.func)}` returns at line {LINE_REFS}; that call breaks the "
+                    "graph (on some path), and the frame Dynamo resumes in after it gets the size as a Python int "
+                    f"and guards on it here: {_SIZE_AGAIN}",
+                    line_refs=(call,),
                     no_reason=True,
                 )
 

@@ -169,6 +169,8 @@ class FunctionInfo:
     host_calls: frozenset[str] = frozenset()
     # ... and those that break and return a sparse tensor (FunctionFacts.sparse_calls)
     sparse_calls: frozenset[str] = frozenset()
+    # ... and those that break and return tuples with sizes at these positions (FunctionFacts.size_calls)
+    size_calls: dict[str, frozenset[int]] = field(default_factory=dict)
     # a decorator's wrapper: the decorated functions that break, when two or more (FunctionFacts.shared_by)
     shared_by: tuple[tuple[str, str, str], ...] = ()
     _facts: object = None  # TensorFacts, computed lazily

@@ -65,6 +65,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
         fn.varying = facts.varying or {}
         fn.splits, fn.breaking_calls, fn.host_calls = facts.splits, facts.breaking_calls, facts.host_calls
         fn.sparse_calls = facts.sparse_calls
+        fn.size_calls = facts.size_calls or {}
         fn.shared_by = facts.shared_by
     # nested functions are traced with their parent
     for fn in index.functions.values():

@@ -72,6 +72,9 @@ class FunctionFacts:
     # callees as written that break and return a sparse tensor (PyG's `to_torch_coo_tensor`): the caller's
     # resumed frame cannot take it as an input
     sparse_calls: frozenset[str] = frozenset()
+    # callees as written that break and return tuples with sizes at these positions (Longformer's
+    # `_pad_to_window_size` returns `padding_len` first): the caller's resumed frame gets them as ints
+    size_calls: Optional[dict[str, frozenset[int]]] = None
     # a decorator's wrapper (`wrapped_func` of `@deprecate_kwarg`): the functions it decorates that break
     # the graph when called, when there are two or more: (qualname, path, where it breaks) each. One code
     # object that Dynamo compiles as a frame of its own for each of them (FL209)
@@ -566,6 +569,10 @@ class _Propagation:
                         hosts = (hosts or set()) | {site.written}
                     if found[1].returns_sparse and site.written:
                         sparse = (sparse or set()) | {site.written}
+                    if found[1].size_items and site.written:
+                        if facts.size_calls is None:
+                            facts.size_calls = {}
+                        facts.size_calls[site.written] = found[1].size_items
             if hosts:
                 facts.host_calls = frozenset(hosts)
             if sparse:
@@ -1215,7 +1222,7 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     functions = [
         (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
          fn.wrappers,
-         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host, fn.returns_sparse, fn.flag_params)
+         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host, fn.returns_sparse, fn.flag_params, fn.size_items)
          if fn.qualname in entered else None)
         for fn in summary.functions.values()
         if fn.qualname in entered or fn.qualname in probed

@@ -159,6 +159,10 @@ class FunctionSummary:
     # a `return` hands back a sparse tensor made here (`return torch.sparse_coo_tensor(...)`, or a local bound
     # to one): the constructor breaks, and the frame the caller resumes in cannot take the sparse tensor
     returns_sparse: bool = False
+    # positions of the tuples every `return` gives that hold a size in every one (`padding_len, input_ids, ...`
+    # of Longformer's `_pad_to_window_size`), when the function breaks: the caller's resumed frame gets them
+    # as Python ints
+    size_items: frozenset[int] = frozenset()
     # parameters the function fills in with a Python flag when nothing is passed (`p = default(p,
     # self.training)`: fusionlint.semantic.flags): switches, not tensors, whatever a caller passes
     flag_params: frozenset[str] = frozenset()
@@ -574,6 +578,11 @@ def _loop_indices(body_nodes: list[ast.AST], params: frozenset[str], bound: dict
     return frozenset(n for n in found if bound.get(n) == 1 and n not in params)
 
 
+def _size_items(returns: list[ast.expr], items, sized: frozenset[str]) -> frozenset[int]:
+    found = frozenset(i for i in range(items[0]) if all(_is_dim_size(r.elts[i], sized) for r in returns))
+    return _shared(found) if found else NO_POSITIONS
+
+
 def _returns_sparse(returns: list[ast.expr], body_nodes: list[ast.AST], aliases: dict[str, str]) -> bool:
     """Does a ``return`` hand back a sparse tensor the function made: a sparse constructor's result, or a
     local some assignment binds to one (PyG's ``to_torch_csr_tensor``: ``adj = torch.sparse_csr_tensor(...)``,
@@ -595,6 +604,7 @@ def _sized_and_hosted_locals(body_nodes: list[ast.AST], params: frozenset[str], 
     ``B, C, H, W = x.shape``, ``h = H // p``; those every binding of which is a value read from a
     tensor: ``_is_host_value``, not a tensor by ``local_values``), not parameters: what a caller passes is theirs."""
     values: dict[str, list] = {}  # name -> what each binding binds (None: not a size whatever else is)
+    shaped = _shape_locals(body_nodes, params)  # `input_shape = x.shape if ... else y.shape`
     for b in body_nodes:
         if isinstance(b, (ast.Assign, ast.AnnAssign)) and b.value is not None:
             for target in (b.targets if isinstance(b, ast.Assign) else [b.target]):
@@ -605,7 +615,7 @@ def _sized_and_hosted_locals(body_nodes: list[ast.AST], params: frozenset[str], 
                     for element, value in zip(target.elts, b.value.elts):
                         values.setdefault(element.id, []).append(value)
                     continue
-                whole = isinstance(target, (ast.Tuple, ast.List)) and _is_size(b.value)
+                whole = isinstance(target, (ast.Tuple, ast.List)) and _is_size(b.value, shaped)
                 for n in _names_in(target):  # an element of `B, C, H, W = x.shape` is a size
                     values.setdefault(n.id, []).append(_A_DIM if whole and n in target.elts else None)
         else:
@@ -617,6 +627,23 @@ def _sized_and_hosted_locals(body_nodes: list[ast.AST], params: frozenset[str], 
         return _is_host_value(node, known) and not local_values.of(node)
 
     return _bound_only_to(candidates, values, _is_dim_size, True), _bound_only_to(candidates, values, host, False)
+
+
+def _shape_locals(body_nodes: list[ast.AST], params: frozenset[str]) -> frozenset[str]:
+    """Locals every binding of which is a whole shape (``_is_size``): LED's and Longformer's ``input_shape =
+    input_ids.shape if input_ids is not None else inputs_embeds.shape``."""
+    values: dict[str, list] = {}
+    for b in body_nodes:
+        if isinstance(b, ast.Assign) and len(b.targets) == 1 and isinstance(b.targets[0], ast.Name):
+            values.setdefault(b.targets[0].id, []).append(b.value)
+        else:
+            for target in _targets(b):
+                for n in _names_in(target):
+                    values.setdefault(n.id, []).append(None)
+    candidates = {n for n, vs in values.items() if n not in params and None not in vs}
+    if not candidates:
+        return NO_NAMES
+    return _bound_only_to(candidates, values, lambda v, known: _is_size(v, known), False)
 
 
 def _bound_only_to(candidates: set, values: dict[str, list], judge, shape_items: bool) -> frozenset[str]:
@@ -670,10 +697,15 @@ def _surely_not_none(node: ast.expr) -> bool:
     return False
 
 
-def _is_size(node: ast.expr) -> bool:
-    """``x.shape``, a slice of it (``x.shape[-2:]``), or ``x.size()``: a ``torch.Size``."""
+def _is_size(node: ast.expr, shaped: frozenset[str] = frozenset()) -> bool:
+    """``x.shape``, a slice of it (``x.shape[-2:]``), or ``x.size()``: a ``torch.Size``; also a name in
+    ``shaped`` (locals bound only to those) and a conditional expression choosing between two."""
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
         node = node.value
+    if isinstance(node, ast.IfExp):
+        return _is_size(node.body, shaped) and _is_size(node.orelse, shaped)
+    if isinstance(node, ast.Name):
+        return node.id in shaped
     if isinstance(node, ast.Attribute):
         return node.attr == "shape"
     return (
@@ -932,6 +964,7 @@ class _Summarizer:
             returns_host=bool(breaks) and any(_is_host_value(r, hosted) and not values.of(r) for r in returns),
             returns_sparse=bool(breaks) and _returns_sparse(returns, body_nodes, aliases),
             flag_params=self._flag_params(params, body_nodes, tests, cls),
+            size_items=_size_items(returns, items, sized) if breaks and items else NO_POSITIONS,
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
