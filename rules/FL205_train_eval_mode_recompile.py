@@ -19,8 +19,10 @@ and the guard is installed where `drop_path` uses it). One guard serves every la
 flag in the same block or below it, so only the first such use is reported; a use that may not run (the right
 operand of `and`/`or`, an arm of `x if c else y`) stands for no later use (measured, torch 2.13 CPU: after
 `if self.use_noise and self.training:` with `use_noise` False, the failed guard is on the next `if
-self.training:`). A flag passed to a torch call is reported at the call, whose first line is the one
-Dynamo names. Off by default (`--select FL205`): one
+self.training:`). A flag passed to a torch call is reported at the call, and one in the test of a
+conditional expression at the expression, whose first lines are the ones Dynamo names (measured:
+vector-quantize-pytorch's `self.commitment_loss(...)` on one line and `if self.training and ...` on the
+next, the guard names the first). Off by default (`--select FL205`): one
 recompile per mode is usually a price worth paying.
 
 ## Why is this bad?
@@ -82,13 +84,14 @@ def _consumed(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], qualna
     value only travels on (assigned, returned, passed to a function of the project, whose own use of it is
     where the guard is installed)."""
     cur: cst.CSTNode = node
-    for parent in parents:
-        if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
-            return "a condition", node
-        if isinstance(parent, (cst.BooleanOperation, cst.Comparison, cst.ComparisonTarget)):
-            return "a condition", node
+    for i, parent in enumerate(parents):
+        if (isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)) or isinstance(
+                parent, (cst.BooleanOperation, cst.Comparison, cst.ComparisonTarget)):
+            return "a condition", _condition_anchor(node, parents[i:])
         if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-            return ("a condition", node) if parent.test is cur else None
+            if parent.test is not cur:
+                return None
+            return "a condition", parent if isinstance(parent, cst.IfExp) else node
         if isinstance(parent, cst.Arg):
             cur = parent
             continue
@@ -99,6 +102,21 @@ def _consumed(node: cst.BaseExpression, parents: tuple[cst.CSTNode, ...], qualna
             return (f"an argument of `{callee}`", parent) if callee.startswith("torch.") else None
         return None
     return None
+
+
+def _condition_anchor(node: cst.CSTNode, parents: tuple[cst.CSTNode, ...]) -> cst.CSTNode:
+    """Where Dynamo names a guard on a flag read in a condition: the conditional expression whose test the
+    condition is (measured, torch 2.13 CPU: `x * 2` on one line and `if self.training and ...` on the next,
+    the guard names the first), else the read itself."""
+    cur = node
+    for parent in parents:
+        if isinstance(parent, cst.IfExp):
+            return parent if parent.test is cur else node
+        if not ((isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)) or isinstance(
+                parent, (cst.BooleanOperation, cst.Comparison, cst.ComparisonTarget))):
+            return node
+        cur = parent
+    return node
 
 
 def _surely_read(node: cst.CSTNode, parents: tuple[cst.CSTNode, ...]) -> bool:
@@ -166,6 +184,15 @@ class TrainEvalModeRecompile(Rule):
                 "            x,\n            p=0.1,\n            training=self.training,\n        )\n"
             ),
             count=2,
+        ),
+        # a conditional expression over lines: named at its first line (measured: line 8, the `x * 2` line)
+        Invalid(
+            module_example(
+                "    def forward(self, x):\n        y = (\n            x * 2\n            if self.training and x.dim() > 1\n"
+                "            else x\n        )\n        return y\n"
+            ),
+            line=8,
+            count=1,
         ),
         # a flag passed to a multi-line torch call: named at the call's first line (measured: line 7, not 9)
         Invalid(
