@@ -8,11 +8,9 @@ below has the same shape; the torch test records the guard on the line FL208 rep
 
 from __future__ import annotations
 
-import importlib.util
-import logging
 from pathlib import Path
 
-from tests.helpers import need
+from tests.test_frame_split import _recompiles
 from tests.test_semantic_patterns import lint
 
 MODULE = '''import logging
@@ -63,35 +61,8 @@ def test_fl208_reports_the_first_use_of_a_size_a_breaking_callee_returns(tmp_pat
 
 
 def test_torch_guards_the_returned_size_in_the_resumed_frame(tmp_path):
-    need("torch", "the claim is about torch.compile")
-    import torch
-
     path = _write(tmp_path)
-    spec = importlib.util.spec_from_file_location("fl208_padded", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    records: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record):
-            if record.name.endswith("__recompiles"):
-                records.append(record.getMessage())
-
-    torch._logging.set_logs(recompiles=True)
-    loggers = [logging.getLogger(n) for n in ("torch", "torch._dynamo")]
-    saved = [logger.handlers for logger in loggers]
-    for logger in loggers:
-        logger.handlers = [Keep()]
-    try:
-        torch._dynamo.reset()
-        compiled = torch.compile(module.Model(), backend="eager")
-        for n in (10, 12, 13):  # padded by 6, 4, 3
-            compiled(torch.randint(0, 5, (2, n)))
-    finally:
-        for logger, handlers in zip(loggers, saved):
-            logger.handlers = handlers
-        torch._logging.set_logs()
-        torch._dynamo.reset()
+    records = _recompiles(path, {"Model": [(2, 10), (2, 12), (2, 13)]})  # padded by 6, 4, 3
     text = "\n".join(records)
     assert "___stack0[0] ==" in text
     assert f"padded.py:{_line('return x[:, : x.shape[1] - padding_len]')}" in text
