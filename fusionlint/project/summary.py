@@ -61,7 +61,7 @@ def forget_shared() -> None:
 # string for the whole run (on the zoo most are repeats: "self.norm", "torch.nn.Linear").
 _name = sys.intern
 # attribute kinds that are no Python flag (fusionlint.semantic.flags: `default(p, self.<attr>)`)
-_NOT_FLAG_KINDS = frozenset({"param", "buffer", "tensor", "object", "modules", "container", "ref"})
+_NOT_FLAG_KINDS = frozenset({"param", "buffer", "tensor", "object", "modules", "container", "ref", "none"})
 # Line numbers above 256 are a new int object each (32 bytes); one per distinct number instead.
 _LINES: dict[int, int] = {}
 
@@ -1048,7 +1048,7 @@ class _Summarizer:
 
         def attr_is_flag(attr: str) -> bool:  # what the class's methods summarised so far assign there
             facts = cls.attrs.get(attr, ()) if cls is not None else ()
-            return bool(facts) and not any(f.kind in _NOT_FLAG_KINDS for f in facts)
+            return bool(facts) and all(f.method == "__init__" and f.kind not in _NOT_FLAG_KINDS for f in facts)
 
         found = flag_params_ast(body_nodes, tests, optional, attr_is_flag)
         return _shared(found) if found else NO_NAMES

@@ -125,9 +125,11 @@ def _is_flag(expr: cst.BaseExpression, cls: Optional[ClassInfo]) -> bool:
 
 
 def _init_flag(cls: ClassInfo, attr: str) -> bool:
-    """``__init__`` sets ``self.<attr>`` only to constants or its own parameters, and the class holds no
-    tensor or module there."""
+    """``__init__`` sets ``self.<attr>`` only to constants or its own parameters, no other method sets it,
+    and the class holds no tensor or module there."""
     if attr in cls.params or attr in cls.buffers or attr in cls.tensor_attrs or attr in cls.submodules:
+        return False
+    if cls.writes_outside_init(attr):  # set again by another method: whatever that one puts there
         return False
     writes = cls.init_writes.get(attr, ())
     if not writes:
