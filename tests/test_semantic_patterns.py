@@ -273,11 +273,13 @@ def test_forward_parameter_used_as_a_tensor(tmp_path):
 def test_configuration_parameters_of_forward_stay_python(tmp_path):
     root = project(tmp_path, {"m.py": HEAD + """
         class Attn(nn.Module):
-            def forward(self, x, num_heads: int, scale=1.0, return_dict=False, cache=None, flag=None):
+            def forward(self, x, num_heads: int, scale=1.0, return_dict=False, cache=None, flag=None, topk=None):
                 if return_dict:
                     x = x * 2
                 if flag:
                     x = x + 1
+                if topk is not None:
+                    x = x[:, : min(int(topk), 4)]
                 h = int(num_heads * scale)
                 start = 0 if cache is None else int(cache.get_seq_length())
                 return x[:, start:h]

@@ -20,5 +20,7 @@ NON_TENSOR_PARAM = re.compile(
     # on transformers 5.24 (a `None` default made them look like optional tensors)
     r"^(use|is|has|do|return|output|with|enable|skip)_|"
     # x-transformers' `Attend.forward(..., causal=None)`: `if causal:` after `default(causal, self.causal)`
-    r"^causal$"
+    r"^causal$|"
+    # vector-quantize-pytorch 1.32's `VectorQuantize.forward(x, ..., topk=None)`: `min(int(topk), ...)`, a count
+    r"^top_?k$"
 )
