@@ -254,6 +254,12 @@ class Project:
         sub = self.modules.get(f"{summary.module}.{head}")
         if sub is not None and len(rest) > 1:
             return self._in_file(sub, rest[1:], depth + 1)
+        if sub is None:  # the modules this one star-imports (`from .conv import *`), in import order
+            for key, star in summary.aliases.items():
+                if key[:1] == "*" and star != summary.module:
+                    found = self.resolve(".".join([star, *rest]), depth + 1)
+                    if found is not None:
+                        return found
         return None
 
     def _class(self, summary: FileSummary, written: str):

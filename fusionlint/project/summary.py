@@ -809,6 +809,10 @@ class _Summarizer:
             base = ".".join([*parts, base] if base else parts)
         for alias in node.names:
             if alias.name == "*":
+                # `from .conv import *` in a package's __init__: the model looks names up there too
+                # (PyG's `torch_geometric.nn.MessagePassing`); `*0`, `*1`... are no identifiers
+                if base:
+                    aliases.setdefault(f"*{sum(1 for k in aliases if k[:1] == '*')}", _name(base))
                 continue
             aliases[alias.asname or alias.name] = _name(f"{base}.{alias.name}" if base else alias.name)
 
