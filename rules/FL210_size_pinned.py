@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.walk import iter_nodes
-from fusionlint.rule import Effect, Invalid, Rule
+from fusionlint.rule import Effect, Invalid, Rule, module_example
 from fusionlint.semantic.sizes import Sizes
 
 _DOCS = """
@@ -64,7 +64,7 @@ https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/programming
 
 
 def _fwd(body: str) -> str:
-    return "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n" + body
+    return module_example("    def forward(self, x):\n" + body)
 
 
 class SizePinned(Rule):
