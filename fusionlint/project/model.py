@@ -936,7 +936,12 @@ class _Propagation:
                 found = self.p._class(owner, ctor) if ctor else None
                 if found is None:
                     continue
-                method = self.p.method(found[0], found[1], method_name)
+                name = method_name
+                if name == "__call__" and self.p.class_kind(found[0], found[1]) == "module":
+                    if self.p.forward_replaced(found[0], found[1]):
+                        continue  # a dispatching forward: its body is not what is traced
+                    name = "forward"
+                method = self.p.method(found[0], found[1], name)
                 if method is None:
                     continue
                 label = method[1].qualname if method[0] is summary else f"{method[0].module}.{method[1].qualname}"

@@ -89,7 +89,8 @@ class Param:
 @dataclass(slots=True)
 class CallSite:
     # "self" | "super" | "name" | "dotted" | "self-sub" (``self.sub.method``) | "self-elem" (a method of an
-    # element of a module container attribute: ``for layer in self.layers: layer.m()``, ``self.layers[i].m()``);
+    # element of a module container attribute: ``for layer in self.layers: layer.m()``, ``self.layers[i].m()``;
+    # ``layer(h)`` / ``self.layers[i](h)`` are "<container>.__call__", the element's forward);
     # a "name"/"dotted" call may name a class: a constructor call, which runs its ``__init__``
     how: str
     target: str  # method / attribute / name / dotted name (resolved through the imports)
@@ -1009,10 +1010,15 @@ class _Summarizer:
                 if qual.split(".", 1)[0] in _EXTERNAL_ROOTS:
                     return None
                 how, target = "dotted", qual
+        elif isinstance(func, ast.Name) and func.id in elements:
+            # `for layer in self.layers: h = layer(h, mask)`: the element's forward, called with these arguments
+            how, target = "self-elem", f"{elements[func.id]}.__call__"
         elif isinstance(func, ast.Name):
             if func.id in _BUILTIN_CALLS and func.id not in self.out.aliases:
                 return None
             how, target = "name", func.id
+        elif isinstance(func, ast.Subscript) and _self_attr(func.value) is not None:
+            how, target = "self-elem", f"{_self_attr(func.value)}.__call__"  # `self.layers[i](h)`
         else:
             return None
         args, kwargs = _arguments(call.args, call.keywords, values)
