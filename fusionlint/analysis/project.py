@@ -133,8 +133,6 @@ class ProjectIndex:
     disabled_functions: set[str] = field(default_factory=set)
     # attribute name -> (path, line) of `obj.attr = ...` / `obj.attr op= ...` (obj is not `self`)
     attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
-    # attribute name -> (path, line) of `self.attr = ...` / `self.attr op= ...` in any class
-    self_attribute_writes: dict[str, list[tuple[str, int]]] = field(default_factory=lambda: defaultdict(list))
     # each file's text, or what reads it again (a run keeps no texts: they would grow with the corpus)
     _texts: dict[str, Union[str, Callable[[], str]]] = field(default_factory=dict)
     _number_uses: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
@@ -175,8 +173,6 @@ class ProjectIndex:
             self.disabled_functions.add(name)
         for attr, line in facts.attribute_writes:
             self.attribute_writes[attr].append((path, _LINES.setdefault(line, line)))
-        for attr, line in facts.self_attribute_writes:
-            self.self_attribute_writes[attr].append((path, _LINES.setdefault(line, line)))
         self._texts[path] = kept
         self._number_uses.clear()
         self._kind_cache.clear()
@@ -201,22 +197,26 @@ class ProjectIndex:
             if not self._disabled_count[name]:
                 del self._disabled_count[name]
                 self.disabled_functions.discard(name)
-        for writes, contributed in (
-            (self.attribute_writes, facts.attribute_names),
-            (self.self_attribute_writes, facts.self_attribute_names),
-        ):
-            for attr in set(contributed):
-                rest = [entry for entry in writes[attr] if entry[0] != path]
-                if rest:
-                    writes[attr] = rest
-                else:
-                    del writes[attr]
+        writes = self.attribute_writes
+        for attr in set(facts.attribute_names):
+            rest = [entry for entry in writes[attr] if entry[0] != path]
+            if rest:
+                writes[attr] = rest
+            else:
+                del writes[attr]
         self._texts.pop(path, None)
         self._number_uses.clear()
         self._kind_cache.clear()
 
     def __contains__(self, path: str) -> bool:
         return path in self._files
+
+    @property
+    def self_attribute_writes(self) -> "_SelfWrites":
+        """attribute name -> [(path, line)] of `self.attr = ...` / `self.attr op= ...` in any class, in the
+        files' order: read from each file's facts when asked (only the buffer fix asks, for a few names
+        per run; a table of every write, kept for the whole run, held 4.9 MiB on the zoo)."""
+        return _SelfWrites(self._files)
 
     def python_number_uses(self, attr: str) -> list[tuple[str, int, str]]:
         """(path, line, how) wherever code in the run needs ``<obj>.attr`` as a Python number: "round(",
@@ -255,6 +255,38 @@ class ProjectIndex:
                 break
         self._kind_cache[name] = kind
         return kind
+
+
+class _SelfWrites:
+    """``ProjectIndex.self_attribute_writes``: a read-only mapping over the files' facts."""
+
+    __slots__ = ("_files",)
+
+    def __init__(self, files: dict[str, _FileFacts]) -> None:
+        self._files = files
+
+    def _find(self, attr: str) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for path, facts in self._files.items():
+            names = facts.self_attribute_names
+            if attr in names:  # a scan in C; the pairs are built for the few files that match
+                out.extend((path, line) for name, line in zip(names, facts.self_attribute_lines) if name == attr)
+        return out
+
+    def get(self, attr: str, default=None):
+        return self._find(attr) or default
+
+    def __getitem__(self, attr: str) -> list[tuple[str, int]]:
+        found = self._find(attr)
+        if not found:
+            raise KeyError(attr)
+        return found
+
+    def __contains__(self, attr: str) -> bool:
+        return any(attr in facts.self_attribute_names for facts in self._files.values())
+
+    def __bool__(self) -> bool:
+        return any(facts.self_attribute_names for facts in self._files.values())
 
 
 def _number_use_on_line(line: str, attr: str) -> str | None:

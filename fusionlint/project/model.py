@@ -241,8 +241,8 @@ class Project:
             if len(rest) == 1:
                 return ("class", summary, cls)
             if len(rest) == 2 and rest[1] in cls.methods:
-                self._probe(summary, cls.methods[rest[1]])
-                return ("function", summary, summary.functions[cls.methods[rest[1]]])
+                self._probe(summary, cls.qual(rest[1]))
+                return ("function", summary, summary.functions[cls.qual(rest[1])])
             return None
         self._probe(summary, head)
         fn = summary.functions.get(head)
@@ -429,8 +429,8 @@ class Project:
     def method(self, summary: FileSummary, cls: ClassSummary, name: str, skip_self: bool = False):
         for s, c in self.mro(summary, cls)[1 if skip_self else 0 :]:
             if name in c.methods:
-                self._probe(s, c.methods[name])
-                return s, s.functions[c.methods[name]]
+                self._probe(s, c.qual(name))
+                return s, s.functions[c.qual(name)]
         return None
 
     # -- the compiled context -------------------------------------------------------------------
@@ -697,11 +697,11 @@ class _Propagation:
             kind = self.p.class_kind(summary, cls)
             if kind == "module" and "forward" in cls.methods:
                 if not any(d.rsplit(".", 1)[-1] in _FORWARD_REPLACING_DECORATORS for d in cls.decorators):
-                    self._enter(summary, summary.functions[cls.methods["forward"]], (f"{cls.name}.forward",), "forward")
+                    self._enter(summary, summary.functions[cls.qual("forward")], (f"{cls.name}.forward",), "forward")
             elif kind == "autograd_function":
                 for name in ("forward", "backward"):
                     if name in cls.methods:
-                        self._enter(summary, summary.functions[cls.methods[name]], (f"{cls.name}.{name}",), f"autograd_{name}")
+                        self._enter(summary, summary.functions[cls.qual(name)], (f"{cls.name}.{name}",), f"autograd_{name}")
         for fn in summary.functions.values():
             if fn.parent is None and any(d in _COMPILE_DECORATORS for d in fn.decorators):
                 self._enter(summary, fn, (fn.qualname,), "compiled")
@@ -711,7 +711,7 @@ class _Propagation:
             if fn is not None:
                 self._enter(summary, fn, (fn.qualname,), "compiled")
             elif target in summary.classes and "forward" in summary.classes[target].methods:
-                self._enter(summary, summary.functions[summary.classes[target].methods["forward"]], (f"{target}.forward",), "forward")
+                self._enter(summary, summary.functions[summary.classes[target].qual("forward")], (f"{target}.forward",), "forward")
 
     # -- one function's call sites ----------------------------------------------------------------
     def _calls(self, summary: FileSummary, fn: FunctionSummary) -> None:
@@ -736,9 +736,9 @@ class _Propagation:
         if cls is None:
             return
         for sub_file, sub in self.p.subclasses(summary, cls):
-            qual = sub.methods.get(site.target)
-            if qual is None:
+            if site.target not in sub.methods:
                 continue
+            qual = sub.qual(site.target)
             self.p._probe(sub_file, qual)
             callee = sub_file.functions.get(qual)
             if callee is not None:
@@ -1226,7 +1226,7 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     function nothing calls, or lines moved below the last compiled function keep the facts
     (fusionlint.cache reuses them instead of propagating again)."""
     classes = [
-        (c.name, tuple(c.bases), tuple(c.methods.items()), tuple(c.decorators),
+        (c.name, tuple(c.bases), c.methods, tuple(c.decorators),
          tuple((attr, tuple((f.kind, f.ctor, f.method, f.elements) for f in facts)) for attr, facts in c.attrs.items()))
         for c in summary.classes.values()
     ]
@@ -1249,7 +1249,7 @@ def class_view(summary: FileSummary, modules: dict) -> tuple:
     answers). Functions only where one changes what a dotted name resolves to (``_in_file`` finds a
     function before an import or a submodule of the same name)."""
     classes = [
-        (c.name, tuple(c.bases), tuple(c.methods.items()), tuple(c.decorators), c.line,
+        (c.name, tuple(c.bases), c.methods, tuple(c.decorators), c.line,
          tuple((attr, tuple(facts)) for attr, facts in c.attrs.items()))
         for c in summary.classes.values()
     ]
