@@ -11,6 +11,7 @@ error becomes an entry for that file carrying the rule's code, and the other rul
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from fusionlint.analysis.module_init import eager_nodes
 from fusionlint import cst_parse, torch_target
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.outline import Outline
-from fusionlint.precheck import Rejection, check_outline, judge_outline, syntax_error
+from fusionlint.precheck import Rejection, judge_outline, parse_outline, syntax_error
 from fusionlint import sparse as sparse_mod
 from fusionlint.incremental import GroupMemo
 from fusionlint.positions import Positions
@@ -110,11 +111,13 @@ class Engine:
         outline = self._outline(source, path)
         if isinstance(outline, Rejection):
             return FileLint(error=_file_error(path, outline))
+        outline, tree = outline if isinstance(outline, tuple) else (outline, None)
         if self.memo is not None:
             done = self.memo.lint(self, source, path, rules, outline)
             if done is not None:
                 return done
-        plan = self._plan(source, outline, path, rules)
+        plan = self._plan(source, outline, path, rules, tree)
+        del tree  # not alive while libcst parses (its tree of a large file is tens of MB)
         if plan is not None:
             done = self._lint_parsed(plan.parsed_text(), source, path, rules, plan)
             if done is not None:
@@ -123,14 +126,17 @@ class Engine:
         assert done is not None
         return done
 
-    def _outline(self, source: str, path: str) -> "Outline | Rejection":
-        """The file's outline from the project model's own CPython parse, else from a parse here."""
+    def _outline(self, source: str, path: str) -> "Outline | tuple[Outline, ast.Module] | Rejection":
+        """The file's outline from an editor's summary of this text, else from a parse here (with
+        the CPython tree it read)."""
         summary = self.model.files.get(path)
         if summary is not None and summary.outline is not None and summary.text_hash == hash(source):
             return judge_outline(summary.outline, source)
-        return check_outline(source, path)
+        return parse_outline(source, path)
 
-    def _plan(self, source: str, outline: "Outline", path: str, rules: list[type[Rule]]) -> Optional[sparse_mod.SparsePlan]:
+    def _plan(
+        self, source: str, outline: "Outline", path: str, rules: list[type[Rule]], tree: "Optional[ast.Module]" = None
+    ) -> Optional[sparse_mod.SparsePlan]:
         if not self.sparse:
             return None
         file_rules = [r for r in rules if r.scope != "compiled"]
@@ -142,7 +148,7 @@ class Engine:
         def pins(text: str, names: set) -> bool:
             return any(r.pins(text, names, aliases) for r in file_rules)
 
-        return sparse_mod.plan(source, outline, self.model, path, pins)
+        return sparse_mod.plan(source, outline, self.model, path, pins, tree)
 
     def _lint_parsed(
         self,

@@ -119,10 +119,17 @@ def check_source(source: str, path: str, *, max_depth: int = MAX_DEPTH, max_node
 
 def check_outline(source: str, path: str) -> "Outline | Rejection":
     """``check_source``, giving the file's outline (``fusionlint.outline``) when it passes."""
+    found = parse_outline(source, path)
+    return found if isinstance(found, Rejection) else found[0]
+
+
+def parse_outline(source: str, path: str) -> "tuple[Outline, ast.Module] | Rejection":
+    """``check_outline`` and the CPython tree it read (the sparse plan reads the same tree)."""
     tree = _parse(source, path)
     if isinstance(tree, Rejection):
         return tree
-    return judge_outline(outline_of(tree, source, MAX_NODES), source)
+    outline = judge_outline(outline_of(tree, source, MAX_NODES), source)
+    return outline if isinstance(outline, Rejection) else (outline, tree)
 
 
 def judge_outline(outline: Outline, source: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> "Outline | Rejection":

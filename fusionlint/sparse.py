@@ -146,15 +146,17 @@ def cut_pieces(source: str, pieces: list[tuple[int, int, Unit]]) -> tuple[str, s
     return "".join(blank_pieces), "".join(cut_texts), LineMap(runs)
 
 
-def plan(source: str, outline: Outline, model, path: str, file_triggers) -> Optional[SparsePlan]:
-    """The sparse text of ``source`` (outlined as ``outline``), or None when nothing can be blanked."""
+def plan(source: str, outline: Outline, model, path: str, file_triggers, tree: Optional[ast.Module] = None) -> Optional[SparsePlan]:
+    """The sparse text of ``source`` (outlined as ``outline``), or None when nothing can be blanked.
+    ``tree``: CPython's tree of ``source``, when the caller has it."""
     units = outline.units
     if not units or outline.default_indent is None:
         return None
-    try:  # CPython's tree, for the names the code uses (~a tenth of a libcst parse)
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    if tree is None:
+        try:  # CPython's tree, for the names the code uses (~a tenth of a libcst parse)
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     used = code_names(tree)
     if len(used.units) != len(units):
         return None

@@ -198,7 +198,9 @@ class FileSummary:
     compile_targets: frozenset[str] | set[str] = field(default_factory=set)
     # module-level names bound to `logging.getLogger(...)` / transformers' `logging.get_logger(...)`
     loggers: frozenset[str] | set[str] = field(default_factory=set)
-    # size, depth and top-level definitions, for the engine (fusionlint.outline): no second CPython parse
+    # size, depth and top-level definitions, for the engine (fusionlint.outline): kept only with ``units``
+    # (an editor's summary); a run's engine outlines the files it lints from the parse its sparse plan
+    # needs anyway, instead of the model holding one for every file (2.3 MiB on the zoo)
     outline: Optional[Outline] = None
     # (definition text, first line, aliases before it) -> what it added: kept only when asked (an
     # editor re-summarising the same file on every keystroke re-walks only the changed definitions)
@@ -745,7 +747,7 @@ def summarize(
             _Summarizer(out).module(tree)
         if keep_units:
             out.shapes = dict(previous.shapes) if previous is not None and previous.shapes else {}
-        out.outline = outline_of(tree, text, MAX_NODES, out.shapes)
+            out.outline = outline_of(tree, text, MAX_NODES, out.shapes)
         out.compile_targets = frozenset(out.compile_targets) or NO_NAMES
         out.loggers = frozenset(out.loggers) or NO_NAMES
     except (SyntaxError, ValueError, MemoryError):
