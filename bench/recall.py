@@ -83,7 +83,9 @@ NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14", "x-transformers==2.31.10
                 "fair-esm==2.0.0",
                 # and the "moe" set, the same day: mixtures of experts and byte-level / ring attention models
                 "mixture-of-experts==0.2.3", "soft-moe-pytorch==0.1.9", "MEGABYTE-pytorch==0.3.6",
-                "ring-attention-pytorch==0.5.20", "beartype==0.23.1", "jaxtyping==0.3.11", "wadler-lindig==0.1.8"]
+                "ring-attention-pytorch==0.5.20", "beartype==0.23.1", "jaxtyping==0.3.11", "wadler-lindig==0.1.8",
+                # and the "kornia" set, the same day: kornia's augmentations and filters, mambapy's Mamba
+                "kornia==0.9.0", "kornia-rs==0.2.0", "mambapy==1.2.0"]
 
 
 def log(msg: str) -> None:
@@ -113,7 +115,8 @@ def venv_facts() -> dict:
         "print(json.dumps({'site': sysconfig.get_paths()['purelib'], 'versions': {p: m.version(p) for p in "
         "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'vit_pytorch', 'x_transformers', "
         "'vector_quantize_pytorch', 'perceiver_pytorch', 'performer_pytorch', 'local_attention', 'fair_esm', "
-        "'mixture_of_experts', 'soft_moe_pytorch', 'MEGABYTE_pytorch', 'ring_attention_pytorch', 'fusionlint')}}))"
+        "'mixture_of_experts', 'soft_moe_pytorch', 'MEGABYTE_pytorch', 'ring_attention_pytorch', 'kornia', 'mambapy', "
+        "'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
     facts = json.loads(out)
@@ -376,7 +379,8 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
              ("perceiver_pytorch", "perceiver-pytorch"), ("performer_pytorch", "performer-pytorch"),
              ("local_attention", "local-attention"), ("fair_esm", "fair-esm"),
              ("mixture_of_experts", "mixture-of-experts"), ("soft_moe_pytorch", "soft-moe-pytorch"),
-             ("MEGABYTE_pytorch", "MEGABYTE-pytorch"), ("ring_attention_pytorch", "ring-attention-pytorch")) if v.get(key))
+             ("MEGABYTE_pytorch", "MEGABYTE-pytorch"), ("ring_attention_pytorch", "ring-attention-pytorch"),
+             ("kornia", "kornia"), ("mambapy", "mambapy")) if v.get(key))
         + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",

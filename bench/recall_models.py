@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch", "x_transformers",
             "vector_quantize_pytorch", "perceiver_pytorch", "performer_pytorch", "local_attention", "esm",
-            "mixture_of_experts", "soft_moe_pytorch", "MEGABYTE_pytorch", "ring_attention_pytorch")
+            "mixture_of_experts", "soft_moe_pytorch", "MEGABYTE_pytorch", "ring_attention_pytorch", "kornia", "mambapy")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -118,6 +118,13 @@ MIXTURE_OF_EXPERTS = "moe moe-all heirarchical-moe".split()  # the threshold pol
 SOFT_MOE = "soft-moe soft-moe-geglu dynamic-slots".split()
 MEGABYTE = "megabyte megabyte-rel-pos".split()
 RING_ATTENTION = "ring-transformer ring-transformer-causal ring-attention-gqa".split()
+# the "kornia" set (2026-12-05, measured before any change for it): image augmentations, filters and colour
+# modules of kornia (Python-heavy forwards: sampled parameters, per-batch flags), and a pure-PyTorch Mamba
+KORNIA = """
+aug-hflip aug-affine aug-colorjitter aug-resizedcrop aug-erasing aug-perspective aug-gaussianblur aug-clahe
+aug-sequential canny sobel rgb-to-hsv extract-patches normalize
+""".split()
+MAMBAPY = "mamba mamba-sequential".split()
 
 
 def all_names() -> list[str]:
@@ -139,6 +146,8 @@ def all_names() -> list[str]:
     names += [f"soft_moe_pytorch:{n}" for n in SOFT_MOE]
     names += [f"MEGABYTE_pytorch:{n}" for n in MEGABYTE]
     names += [f"ring_attention_pytorch:{n}" for n in RING_ATTENTION]
+    names += [f"kornia:{n}" for n in KORNIA]
+    names += [f"mambapy:{n}" for n in MAMBAPY]
     return names
 
 
@@ -174,6 +183,8 @@ def build(name: str) -> Built:
         "soft_moe_pytorch": _soft_moe,
         "MEGABYTE_pytorch": _megabyte,
         "ring_attention_pytorch": _ring_attention,
+        "kornia": _kornia,
+        "mambapy": _mambapy,
     }[family](model)
 
 
@@ -1017,3 +1028,41 @@ def _ring_attention(name: str) -> Built:
     model = ra.RingTransformer(num_tokens=64, dim=32, depth=2, causal=name.endswith("causal"), dim_head=8, heads=2,
                                bucket_size=8)
     return Built(model, [16, 24, 32], lambda b, s: ((torch.randint(0, 64, (b, s)),), {}))
+
+
+# ---------------------------------------------------------------- the kornia set (2026-12-05)
+
+
+def _kornia(name: str) -> Built:
+    import torch
+    import kornia
+    import kornia.augmentation as A
+
+    makers = {
+        "aug-hflip": lambda: A.RandomHorizontalFlip(p=0.5),
+        "aug-affine": lambda: A.RandomAffine(degrees=15.0, translate=(0.1, 0.1), p=1.0),
+        "aug-colorjitter": lambda: A.ColorJitter(0.2, 0.2, 0.2, 0.1, p=1.0),
+        "aug-resizedcrop": lambda: A.RandomResizedCrop(size=(24, 24)),
+        "aug-erasing": lambda: A.RandomErasing(p=1.0),
+        "aug-perspective": lambda: A.RandomPerspective(0.3, p=1.0),
+        "aug-gaussianblur": lambda: A.RandomGaussianBlur((3, 3), (0.1, 2.0), p=1.0),
+        "aug-clahe": lambda: A.RandomClahe(p=1.0),
+        "aug-sequential": lambda: A.AugmentationSequential(
+            A.RandomHorizontalFlip(), A.ColorJitter(0.2, 0.2, 0.2, 0.1, p=1.0), A.RandomAffine(degrees=10.0, p=1.0)
+        ),
+        "canny": lambda: kornia.filters.Canny(),
+        "sobel": lambda: kornia.filters.Sobel(),
+        "rgb-to-hsv": lambda: kornia.color.RgbToHsv(),
+        "extract-patches": lambda: kornia.contrib.ExtractTensorPatches(window_size=8, stride=8),
+        "normalize": lambda: kornia.enhance.Normalize(mean=torch.tensor([0.5, 0.5, 0.5]), std=torch.tensor([0.2, 0.2, 0.2])),
+    }
+    model = makers[name]()
+    return Built(model, [32, 48, 64], lambda b, s: ((torch.rand(b, 3, s, s),), {}))
+
+
+def _mambapy(name: str) -> Built:
+    import torch
+    from mambapy.mamba import Mamba, MambaConfig
+
+    model = Mamba(MambaConfig(d_model=16, n_layers=2, d_state=8, pscan=name == "mamba"))
+    return Built(model, [8, 16, 32], lambda b, s: ((torch.randn(b, s, 16),), {}))
