@@ -18,7 +18,7 @@ from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.names import resolve
 from fusionlint.analysis.project import ProjectIndex, is_autograd_function_base, is_torch_module_base
 from fusionlint.analysis.walk import iter_nodes
-from fusionlint.semantic.is_compiling import cst_eager_only_statements
+from fusionlint.semantic.is_compiling import cst_eager_only_expressions, cst_eager_only_statements
 
 _COMPILE_DECORATORS = ("torch.compile", "torch.compiler.compile")
 _DISABLE_DECORATORS = ("torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo")
@@ -78,11 +78,15 @@ def _method(index: FileIndex, cls: ClassInfo, name: str, seen: frozenset[str] = 
 
 def _untraced_calls(fn: FunctionInfo, index: FileIndex) -> set[int]:
     """ids of the calls in ``fn`` that sit in code Dynamo never traces (fusionlint.semantic.is_compiling)."""
+    qualname = lambda f: resolve(f, index.aliases)  # noqa: E731
+    # the arms of conditional expressions and boolean operands Dynamo never evaluates
+    # (`self.snap = None if is_compiling() else self._snapshot(params)`)
+    skipped = cst_eager_only_expressions(iter_nodes(fn.node, (cst.IfExp, cst.BooleanOperation)), qualname)
     body = fn.node.body.body if isinstance(fn.node.body, cst.IndentedBlock) else ()
-    if not any(isinstance(stmt, cst.If) or isinstance(getattr(stmt, "body", None), cst.IndentedBlock) for stmt in body):
-        return set()
-    skipped = cst_eager_only_statements(body, lambda f: resolve(f, index.aliases))
-    return {id(n) for stmt in skipped for n in iter_nodes(stmt, (cst.Call,))}
+    if any(isinstance(stmt, cst.If) or isinstance(getattr(stmt, "body", None), cst.IndentedBlock) for stmt in body):
+        skipped += cst_eager_only_statements(body, qualname)
+    return {id(n) for part in skipped for n in iter_nodes(part, (cst.Call,))} | {
+        id(part) for part in skipped if isinstance(part, cst.Call)}
 
 
 def mark_compiled(index: FileIndex, project: Optional[ProjectIndex]) -> None:

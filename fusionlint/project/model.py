@@ -254,11 +254,21 @@ class Project:
         sub = self.modules.get(f"{summary.module}.{head}")
         if sub is not None and len(rest) > 1:
             return self._in_file(sub, rest[1:], depth + 1)
-        if sub is None:  # the modules this one star-imports (`from .conv import *`), in import order
+        if sub is None and len(rest) == 1:
+            # the modules this one star-imports (`from .conv import *`), in import order: they bind names, so
+            # only a name is looked up there (not `pkg.a.b`: every shorter prefix of a dotted name missing
+            # from a partial tree would search hundreds of star imports again, transformers'
+            # models/__init__.py among them); each answer is remembered, a cycle finds nothing
+            memo_key = ("star", summary.module, head)
+            memo = self._class_memo
+            if memo_key in memo:
+                return memo[memo_key]
+            memo[memo_key] = None
             for key, star in summary.aliases.items():
                 if key[:1] == "*" and star != summary.module:
-                    found = self.resolve(".".join([star, *rest]), depth + 1)
+                    found = self.resolve(f"{star}.{head}", depth + 1)
                     if found is not None:
+                        memo[memo_key] = found
                         return found
         return None
 

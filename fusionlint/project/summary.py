@@ -17,7 +17,7 @@ from typing import Optional
 
 from fusionlint.analysis.judge import TENSOR_METHODS
 from fusionlint.analysis.names import is_overload_stub
-from fusionlint.semantic.is_compiling import eager_only_statements
+from fusionlint.semantic.is_compiling import eager_only_expressions, eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
 from fusionlint.project.breaks import SOME_PATH, SPARSE_CONSTRUCTORS, break_conditions, every_call_spans, first_break, on_spans, reads_tensor_value
@@ -894,6 +894,7 @@ class _Summarizer:
         body_nodes: list[ast.AST] = []
         calls: list[ast.Call] = []
         tests: list[ast.AST] = []  # `if`/`while`/`assert` and conditional expressions: breaks on a tensor's data
+        bool_ops: list[ast.BoolOp] = []  # `a and b`: an operand Dynamo may never evaluate (is_compiling)
         returns: list[ast.expr] = []
         return_lines: list[int] = []
         uses: set[str] = set()
@@ -923,6 +924,8 @@ class _Summarizer:
                     returns.append(n.value)
             elif isinstance(n, (ast.If, ast.While, ast.Assert, ast.IfExp)):
                 tests.append(n)
+            elif isinstance(n, ast.BoolOp):
+                bool_ops.append(n)
             stack.extend(child_nodes(n))
         names = [p.name for p in params] + ([args.vararg.arg] if args.vararg else [])
         values = function_values(node, names, aliases, body_nodes)
@@ -940,6 +943,9 @@ class _Summarizer:
         conds = _branch_conditions(node.body, fixed, with_self) if fixed or with_self else {}
         traced = calls
         eager = eager_only_statements(node.body, lambda f: resolve(f, aliases))
+        # and the arms of expressions it never evaluates (`None if is_compiling() else self._snapshot(p)`)
+        eager += eager_only_expressions([*(t for t in tests if isinstance(t, ast.IfExp)), *bool_ops],
+                                        lambda f: resolve(f, aliases))
         if eager:  # Dynamo never traces these calls (`if torch.jit.is_tracing(): return _onnx_loop(...)`)
             skipped = {id(n) for st in eager for n in ast.walk(st) if isinstance(n, ast.Call)}
             traced = [c for c in calls if id(c) not in skipped]

@@ -184,6 +184,45 @@ def eager_only_statements(body: list[ast.stmt], qualname) -> list[ast.stmt]:
     return out
 
 
+def eager_only_expressions(nodes, qualname) -> list[ast.expr]:
+    """The parts of the conditional expressions and boolean operations among ``nodes`` that Dynamo never
+    evaluates: ``f()`` in ``None if is_compiling() else f()`` (kornia's ``_record_matrix_params``) and
+    in ``x if not is_compiling() else ...``'s first arm, an ``and`` operand after one false under compile
+    (``not is_compiling() and f()``), an ``or`` operand after one true."""
+    out: list[ast.expr] = []
+    for node in nodes:
+        if isinstance(node, ast.IfExp):
+            if ast_true_while_compiling(node.test, qualname):
+                out.append(node.orelse)
+            elif ast_false_while_compiling(node.test, qualname):
+                out.append(node.body)
+        elif isinstance(node, ast.BoolOp):
+            decides = ast_false_while_compiling if isinstance(node.op, ast.And) else ast_true_while_compiling
+            for i, value in enumerate(node.values[:-1]):
+                if decides(value, qualname):
+                    out.extend(node.values[i + 1:])
+                    break
+    return out
+
+
+def cst_eager_only_expressions(nodes, qualname) -> list[cst.CSTNode]:
+    """``eager_only_expressions`` on libcst's tree: ``nodes`` are its conditional expressions and
+    boolean operations (libcst's are binary: ``a and b and c`` is ``(a and b) and c``)."""
+    out: list[cst.CSTNode] = []
+    for node in nodes:
+        if isinstance(node, cst.IfExp):
+            if true_while_compiling(node.test, qualname):
+                out.append(node.orelse)
+            elif false_while_compiling(node.test, qualname):
+                out.append(node.body)
+        elif isinstance(node, cst.BooleanOperation):
+            if isinstance(node.operator, cst.And) and false_while_compiling(node.left, qualname):
+                out.append(node.right)
+            elif isinstance(node.operator, cst.Or) and true_while_compiling(node.left, qualname):
+                out.append(node.right)
+    return out
+
+
 def cst_eager_only_statements(body, qualname) -> list[cst.CSTNode]:
     """``eager_only_statements`` on libcst's tree (the per-file pass's call graph)."""
     out: list[cst.CSTNode] = []

@@ -29,6 +29,8 @@ NON_TENSOR_METHODS = frozenset(
         "element_size", "is_contiguous", "is_floating_point", "is_complex", "numpy", "equal",
         "storage_offset", "get_device", "type", "__len__", "is_nonzero", "untyped_storage",
         "is_set_to", "has_names", "dim_order",
+        # the other questions a tensor answers with a Python bool (kornia's `not value.is_inference()`)
+        "is_coalesced", "is_conj", "is_inference", "is_neg", "is_pinned", "is_same_size", "is_shared", "is_signed",
     }
 )
 NON_TENSOR_ATTRS = frozenset(
@@ -130,6 +132,40 @@ def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]
     return text.rsplit(".", 1)[-1] in TENSOR_ANNOTATIONS
 
 
+def _annotation_text(annotation: cst.Annotation) -> str:
+    """The annotation's code without spaces or quotes, ``Optional[...]`` and ``| None`` taken off."""
+    text = "".join(cst.Module([]).code_for_node(annotation.annotation).split()).strip("'\"")
+    if text.startswith(("Optional[", "typing.Optional[")) and text.endswith("]"):
+        text = text[text.index("[") + 1 : -1]
+    parts = [p for p in text.split("|") if p != "None"]
+    return parts[0] if len(parts) == 1 else text
+
+
+def _annotation_holds_tensors(annotation: cst.Annotation | None) -> Optional[str]:
+    """"dict" for a mapping annotated to hold tensors (``Dict[str, Tensor]``, ``dict[str, torch.Tensor]``,
+    ``Mapping[str, Tensor]``), "sequence" for a list or tuple of them (``List[Tensor]``,
+    ``Tuple[Tensor, ...]``, ``tuple[Tensor, Tensor]``, ``Sequence[Tensor]``); None otherwise."""
+    if annotation is None:
+        return None
+    text = _annotation_text(annotation)
+    match = _CONTAINER_ANNOTATION.fullmatch(text)
+    if match is None:
+        return None
+    kind, inner = match.group(1).rsplit(".", 1)[-1], match.group(2)
+    if kind in ("Dict", "dict", "Mapping", "MutableMapping"):
+        key, sep, value = inner.partition(",")
+        return "dict" if sep and "[" not in key and _is_tensor_name(value) else None
+    items = [i for i in inner.split(",") if i != "..."]
+    return "sequence" if items and all(_is_tensor_name(i) for i in items) else None
+
+
+def _is_tensor_name(text: str) -> bool:
+    return text.rsplit(".", 1)[-1] in TENSOR_ANNOTATIONS
+
+
+_CONTAINER_ANNOTATION = re.compile(r"((?:typing\.)?(?:Dict|dict|Mapping|MutableMapping|List|list|Tuple|tuple|Sequence))\[(.+)\]")
+
+
 # torch's typed tensor classes are tensors too: transformers annotates `input_ids: torch.LongTensor`
 # and `hidden_states: torch.FloatTensor` throughout
 TENSOR_ANNOTATIONS = frozenset({
@@ -217,7 +253,14 @@ class TensorFacts:
                 if not _literal_default(default):  # `output_attentions: torch.Tensor | None = False`
                     self._add(param.name.value, ("annotated", param.annotation.annotation))
                 continue
-            if says is False or not entry:
+            if says is False:
+                # `params: Dict[str, torch.Tensor]`, `feats: List[Tensor]`: their items are tensors
+                holds = _annotation_holds_tensors(param.annotation)
+                name = param.name.value
+                if holds is not None and name not in self._blocked:
+                    (self.tensor_dicts if holds == "dict" else self.sequences).add(name)
+                continue
+            if not entry:
                 continue
             if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
                 continue  # `scale=1.0`, `dim=-1`, `causal=False`: configuration, not a tensor
@@ -534,6 +577,9 @@ class TensorFacts:
             return self.is_sequence(expr.value) and _is_slice(expr)
         if not isinstance(expr, cst.Call):
             return False
+        if (isinstance(expr.func, cst.Name) and expr.func.value in ("tuple", "list") and len(expr.args) == 1
+                and isinstance(expr.args[0].value, (cst.GeneratorExp, cst.ListComp))):
+            return self._is_sequence(cst.ListComp(elt=expr.args[0].value.elt, for_in=expr.args[0].value.for_in))
         if self._dict_method(expr, "values") is not None:
             return True
         func = expr.func
