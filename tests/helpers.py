@@ -35,3 +35,32 @@ def need(module: str, why: str):
         if os.environ.get("CI"):
             pytest.fail(f"{module} is required in CI: {why}")
         pytest.skip(f"{module} not installed: {why}")
+
+
+def measured_break_lines(root, module: str, cls: str, path) -> set[int]:
+    """Import ``module`` from the project at ``root``, compile its ``cls`` with Dynamo's "eager" backend
+    (fusionlint's confirm-pass measurement, one thread, torch's config isolated) on the module's
+    ``example_inputs()``, and return the lines of ``path`` where a graph break was recorded."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    torch = need("torch", "the break sites are measured under torch.compile")
+    from fusionlint.confirm.measure import isolated_torch_config, measure
+
+    sys.path.insert(0, str(root))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    top = module.split(".", 1)[0]
+    try:
+        loaded = importlib.import_module(module)
+        with isolated_torch_config():
+            result = measure(getattr(loaded, cls), loaded.example_inputs, device="cpu", user_files=[str(path)],
+                             compile_kwargs={"backend": "eager"})
+    finally:
+        torch.set_num_threads(threads)
+        sys.path.remove(str(root))
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]
+    assert result.eager_ok and result.compiled_ok, (result.eager_error, result.compiled_error)
+    return {s.line for s in result.break_sites if s.file and Path(s.file).resolve() == Path(path).resolve()}

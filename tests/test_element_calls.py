@@ -10,13 +10,9 @@ that the flagged line is the one Dynamo breaks at.
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests.helpers import need
+from tests.helpers import measured_break_lines
 from tests.test_semantic_patterns import HEAD, lint, project
 
 BLOCK = HEAD + """
@@ -95,27 +91,6 @@ def test_loop_variable_bound_otherwise_is_no_element(tmp_path):
 
 @pytest.mark.slow
 def test_flagged_line_is_the_measured_break_site(tmp_path):
-    need("torch", "the break site is measured under torch.compile")
-    import torch
-
-    from fusionlint.confirm.measure import isolated_torch_config, measure
-
     root = project(tmp_path, _files())
-    block = root / "models/block.py"
-    sys.path.insert(0, str(root))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        net = importlib.import_module("models.net")
-        with isolated_torch_config():
-            result = measure(net.Net, net.example_inputs, device="cpu", user_files=[str(block), str(root / "models/net.py")],
-                             compile_kwargs={"backend": "eager"})
-    finally:
-        torch.set_num_threads(threads)
-        sys.path.remove(str(root))
-        for name in [n for n in sys.modules if n == "models" or n.startswith("models.")]:
-            del sys.modules[name]
-    assert result.eager_ok and result.compiled_ok, (result.eager_error, result.compiled_error)
-    measured = {s.line for s in result.break_sites if s.file and Path(s.file).resolve() == block.resolve()}
-    assert measured == {NONZERO_LINE}, result.break_sites
+    assert measured_break_lines(root, "models.net", "Net", root / "models/block.py") == {NONZERO_LINE}
     assert [f.line for f in _nonzero_findings(root)] == [NONZERO_LINE]

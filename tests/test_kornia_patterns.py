@@ -15,11 +15,7 @@ torch 2.13 CPU):
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
-from tests.helpers import need
+from tests.helpers import measured_break_lines
 from tests.test_semantic_patterns import HEAD, lint, project
 
 JITTER = HEAD + """
@@ -136,24 +132,5 @@ def test_star_imports_that_import_each_other_end(tmp_path):
 
 
 def test_the_flagged_branch_is_where_dynamo_breaks(tmp_path):
-    need("torch", "the break site is measured under torch.compile")
-    import torch
-
-    from fusionlint.confirm.measure import isolated_torch_config, measure
-
     root = project(tmp_path, {"jitter_m.py": JITTER})
-    path = root / "jitter_m.py"
-    sys.path.insert(0, str(root))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        module = importlib.import_module("jitter_m")
-        with isolated_torch_config():
-            result = measure(module.Jitter, module.example_inputs, device="cpu", user_files=[str(path)],
-                             compile_kwargs={"backend": "eager"})
-    finally:
-        torch.set_num_threads(threads)
-        sys.path.remove(str(root))
-        sys.modules.pop("jitter_m", None)
-    assert result.eager_ok and result.compiled_ok, (result.eager_error, result.compiled_error)
-    assert {s.line for s in result.break_sites if s.file and Path(s.file).resolve() == path.resolve()} == {BRANCH_LINE}
+    assert measured_break_lines(root, "jitter_m", "Jitter", root / "jitter_m.py") == {BRANCH_LINE}
