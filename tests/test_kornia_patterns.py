@@ -16,7 +16,7 @@ torch 2.13 CPU):
 from __future__ import annotations
 
 from tests.helpers import measured_break_lines
-from tests.test_semantic_patterns import HEAD, lint, project
+from tests.test_semantic_patterns import GATE_FROM_LIB, HEAD, PASSING_BASE, lint, project
 
 JITTER = HEAD + """
 from typing import Dict, Tuple
@@ -111,21 +111,8 @@ def test_star_imports_that_import_each_other_end(tmp_path):
         "lib/__init__.py": "from .a import *\nfrom .b import *\n",
         "lib/a.py": "from .b import *\n",
         "lib/b.py": "from .a import *\nfrom .base import Passing\n",
-        "lib/base.py": HEAD + """
-            class Passing(nn.Module):
-                def forward(self, x):
-                    return self.update(x)
-
-                def update(self, x):
-                    return x
-            """,
-        "models.py": HEAD + """
-            from lib import Passing, Missing
-
-            class Gate(Passing):
-                def update(self, x):
-                    return x * x.max().item()
-            """,
+        "lib/base.py": PASSING_BASE,
+        "models.py": GATE_FROM_LIB.format(extra=", Missing"),
     })
     found = [f for f in lint(root) if f.code == "FL101"]
     assert [(f.path, f.line) for f in found] == [("models.py", 7)]

@@ -222,6 +222,25 @@ def test_helper_reexported_from_package_init(tmp_path):
     assert [(f.path, f.line, f.context) for f in found] == [("lib/ops.py", 2, "Net.forward → lib.ops.scale_by_max")]
 
 
+# a base class whose forward calls a method a subclass in another file overrides (PyG's MessagePassing)
+PASSING_BASE = HEAD + """
+    class Passing(nn.Module):
+        def forward(self, x):
+            return self.update(x)
+
+        def update(self, x):
+            return x
+    """
+# the subclass, importing the base through the package's star re-exports: its `.item()` is on line 7
+GATE_FROM_LIB = HEAD + """
+    from lib import Passing{extra}
+
+    class Gate(Passing):
+        def update(self, x):
+            return x * x.max().item()
+    """
+
+
 def test_a_base_class_star_reexported_by_a_package_init_is_the_base(tmp_path):
     """PyG 2.8: `torch_geometric/nn/__init__.py` does `from .conv import *`, and `GATEConv(MessagePassing)`
     imports its base as `from torch_geometric.nn import MessagePassing`; the base's `edge_updater` calls
@@ -229,21 +248,8 @@ def test_a_base_class_star_reexported_by_a_package_init_is_the_base(tmp_path):
     root = project(tmp_path, {
         "lib/__init__.py": "from .conv import *\n",
         "lib/conv/__init__.py": "from .base import Passing\n",
-        "lib/conv/base.py": HEAD + """
-            class Passing(nn.Module):
-                def forward(self, x):
-                    return self.update(x)
-
-                def update(self, x):
-                    return x
-            """,
-        "models.py": HEAD + """
-            from lib import Passing
-
-            class Gate(Passing):
-                def update(self, x):
-                    return x * x.max().item()
-            """,
+        "lib/conv/base.py": PASSING_BASE,
+        "models.py": GATE_FROM_LIB.format(extra=""),
     })
     found = [f for f in lint(root) if f.code == "FL101"]
     assert [(f.path, f.line) for f in found] == [("models.py", 7)]
