@@ -917,6 +917,15 @@ class _Propagation:
                 return None
             return self._function(target, summary)
         if site.how == "dotted":
+            head, _, rest = site.target.partition(".")
+            local = summary.classes.get(head) if head not in summary.aliases and "." not in rest else None
+            if local is not None:  # `PScan.pscan(A, X)`: a method of a class of this file, called on the class
+                found = p.method(summary, local, rest)
+                if found is None:
+                    return None
+                receiver = "classmethod" in found[1].decorators  # a staticmethod or plain function takes what is passed
+                label = site.target if found[0] is summary else f"{found[0].module}.{found[1].qualname}"
+                return found[0], found[1], receiver, label
             return self._function(site.target, summary)
         return None
 

@@ -14,10 +14,13 @@ from typing import Optional
 import libcst as cst
 
 from fusionlint.analysis.walk import iter_nodes
-from fusionlint.semantic.bindings import target_names
+from fusionlint.semantic.bindings import PARAMETER, target_names
 
 # arithmetic that keeps a size symbolic (and so specialised when formatted)
 _SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
+# Python float math on a size (a symbolic float under dynamic shapes) and the conversions back to int
+_FLOAT_MATH = frozenset({f"math.{f}" for f in ("log", "log2", "log10", "log1p", "sqrt", "exp", "pow")})
+_TO_INT = frozenset({"builtins.int", "builtins.round", "math.floor", "math.ceil", "math.trunc"})
 
 
 class Sizes:
@@ -46,9 +49,111 @@ class Sizes:
             if (method == "size" and len(expr.args) == 1 and len(positional) == 1) or (method == "numel" and not expr.args):
                 return self._tensor(expr.func.value)
             return None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max"):
+            # `min(seq_len, bucket_size)`: still a symbolic int (a size or a constant, per call)
+            if len(expr.args) >= 2 and not any(a.star or a.keyword is not None for a in expr.args):
+                for arg in expr.args:
+                    found = self.of(arg.value, depth + 1)
+                    if found is not None:
+                        return found
+            return None
         if isinstance(expr, cst.Name):
+            reach = self._reaching(expr)
+            if reach is not None:  # `bucket = min(seq_len, bucket)` re-binds a parameter: what reaches this read
+                found = [self.of(v, depth + 1) if v is not PARAMETER else None for v in reach.values]
+                return found[0] if found and all(found) else None
             return self._name(expr.value, depth)
         return None
+
+    def capped(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """The tensor whose size ``expr`` caps a number at: ``min(seq_len, bucket_size)`` (or ``max``) with
+        ``seq_len`` a size and the other argument none, or a local bound to that where it is read. Unlike
+        ``n // 2``, a cap does not keep ``n / cap`` fixed as ``n`` changes."""
+        if depth > 3:
+            return None
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max"):
+            args = [a.value for a in expr.args if a.keyword is None and not a.star]
+            if len(args) != len(expr.args) or len(args) < 2:
+                return None
+            found = [self.of(a) for a in args]
+            return next((f for f in found if f is not None), None) if not all(found) else None
+        if isinstance(expr, cst.Name):
+            reach = self._reaching(expr)
+            values = (
+                [v for v in reach.values] if reach is not None
+                else [v for v in (self.ctx.bindings().get(expr.value) or [])]
+            )
+            if not values or any(v is None or v is PARAMETER for v in values):
+                return None
+            found = [self.capped(v, depth + 1) for v in values]
+            return found[0] if all(found) else None
+        return None
+
+    def _reaching(self, name: cst.Name):
+        """The bindings reaching this read when one of them always runs before it and hides the
+        earlier ones (the parameter's value among them), else None (then every binding counts)."""
+        facts = self.ctx.facts()
+        reach = facts.reaching(name) if facts is not None else None
+        return reach if reach is not None and reach.hidden else None
+
+    def through_float_math(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[tuple[str, str]]:
+        """(the size as written, its tensor) when ``expr`` is an int made from a size by Python float
+        math: ``int(math.log2(L))``, ``int(sqrt(n))``, ``math.ceil(n / k)``, arithmetic on one
+        (``num_steps - 2``), or a local bound only to those. Dynamo keeps such an int symbolic
+        (``math.trunc(math.log2(...))``) until a Python computation needs its value."""
+        if depth > 5:
+            return None
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _SIZE_OPERATORS):
+            return self.through_float_math(expr.left, depth + 1) or self.through_float_math(expr.right, depth + 1)
+        if isinstance(expr, cst.Call) and len(expr.args) == 1 and not expr.args[0].star:
+            if self._callee(expr.func) in _TO_INT:
+                return self._float_of_size(expr.args[0].value, depth + 1)
+            return None
+        if isinstance(expr, cst.Name):
+            values = self.ctx.bindings().get(expr.value)
+            if not values:
+                return None
+            shapes = iter(self.unpacked.get(expr.value, ()))
+            found = None
+            for value in values:
+                if value is None:  # unpacking: only `n, m = a, int(sqrt(k))` pairs an element with the name
+                    shape = next(shapes, None)
+                    found = self.through_float_math(shape.element, depth + 1) if isinstance(shape, _Paired) else None
+                else:
+                    found = self.through_float_math(value, depth + 1)
+                if found is None:
+                    return None
+            return found
+        return None
+
+    def _float_of_size(self, expr: cst.BaseExpression, depth: int) -> Optional[tuple[str, str]]:
+        """``math.log2(n)``, ``sqrt(n)``, ``n / k``, ``n ** 0.5`` (and arithmetic on them) with ``n`` a
+        size: (the size as written, its tensor)."""
+        if depth > 6:
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, (cst.Divide, cst.Power)):
+                for side in (expr.left, expr.right):
+                    tensor = self.of(side)
+                    if tensor is not None:
+                        return self.ctx.code(side).strip(), tensor
+            if isinstance(expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)):
+                return self._float_of_size(expr.left, depth + 1) or self._float_of_size(expr.right, depth + 1)
+            return None
+        if isinstance(expr, cst.Call) and len(expr.args) >= 1 and self._callee(expr.func) in _FLOAT_MATH:
+            arg = expr.args[0].value
+            tensor = self.of(arg)
+            if tensor is not None:
+                return self.ctx.code(arg).strip(), tensor
+            return self._float_of_size(arg, depth + 1)
+        return None
+
+    def _callee(self, func: cst.BaseExpression) -> Optional[str]:
+        """``math.log2`` for ``math.log2`` and for ``log2`` imported from math; builtins by name."""
+        name = self.ctx.qualname(func)
+        if name is None:
+            return None
+        return name if "." in name or name in self.ctx.file.aliases else f"builtins.{name}"
 
     def _name(self, name: str, depth: int) -> Optional[str]:
         values = self.ctx.bindings().get(name)

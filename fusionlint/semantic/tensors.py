@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from fusionlint.semantic.bindings import PARAMETER, bindings, reaching_plain_values, target_names
+from fusionlint.semantic.bindings import PARAMETER, Reaching, bindings, reaching_plain_values, target_names
 from fusionlint.semantic.flags import flag_params
 from fusionlint.semantic.guards import OTHER_CLASS, TENSOR, narrowed
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
@@ -631,14 +631,22 @@ class TensorFacts:
         what it is (a tensor, a Python value, a container: ``flags = flags.tolist()``). A value of
         unknown type (``attention_mask = outputs.attention_mask``) most often keeps the name's role,
         so the earlier bindings still count, as they do without flow."""
-        if self._rebinding_reads is None:
-            self._rebinding_reads = reaching_plain_values(self.fn.node)
-        reach = self._rebinding_reads.get(name)
+        reach = self.reaching(name)
         if reach is None:
             return None
         if reach.hidden and not self._says_what_it_is(reach.values[0]):
             return reach.hidden + reach.values
         return reach.values
+
+    def reaching(self, name: cst.Name) -> Optional[Reaching]:
+        """The plain bindings that reach this read of a name the function binds more than once
+        (parameters count), as ``bindings.reaching_plain_values`` finds them; None otherwise."""
+        n = name.value
+        if len(self._bindings.get(n) or ()) + (n in self._param_names) < 2:
+            return None
+        if self._rebinding_reads is None:
+            self._rebinding_reads = reaching_plain_values(self.fn.node)
+        return self._rebinding_reads.get(name)
 
     def _says_what_it_is(self, value: cst.BaseExpression) -> bool:
         return (
