@@ -19,6 +19,7 @@ Flags compiled code that needs a Python number computed from a tensor's size:
 - `range(...)` or the `steps` of `torch.linspace`/`torch.logspace` given an int made from a size by
   Python float math: `int(math.log2(L))`, `int(sqrt(n))`, `math.ceil(n / k)`, arithmetic on one
   (`num_steps - 2`), or a local bound only to those (mambapy 1.2's parallel scan, vit-pytorch's RvT);
+  the first such use of a size in a function (a later one is decided by the first one's guard);
 - `t.split(s, dim)` / `torch.split(t, s, dim)` where `s` caps a number at a size,
   `min(seq_len, bucket_size)` (ring-attention-pytorch's buckets); the first such split in a function
   (a second split by the same `s` adds no guard).
@@ -175,6 +176,12 @@ class SizePinned(Rule):
             if found is None:
                 continue
             size, tensor = found
+            # a second count from the same size is fixed by the first one's guard (measured: mambapy's
+            # down sweep, `range(num_steps - 3)` after `range(num_steps - 2)`, recorded no guard of its own)
+            seen = ctx.memo(("FL210-count", id(ctx.function.node) if ctx.function else None), set)
+            if (size, tensor) in seen:
+                return
+            seen.add((size, tensor))
             what = "the trip count of a Python loop" if name == "range" else "the number of steps"
             ctx.report(
                 node,

@@ -23,6 +23,8 @@ class LogSteps(nn.Module):
         num_steps = int(math.log2(L))
         for _ in range(num_steps - 2):
             x = x * 2
+        for _ in range(num_steps - 3):
+            x = x + 1
         return x
 
 
@@ -48,8 +50,9 @@ class Halves(nn.Module):
 """
 
 # `range(num_steps - 2)`, `torch.linspace(...)` and the first split by the capped bucket size; not the
-# second split by it (the same guard), nor half of a size (the count stays 2) or plain int arithmetic
-EXPECTED = [("models.py", 11), ("models.py", 19), ("models.py", 25)]
+# second loop over `num_steps` nor the second split by the bucket size (the first ones' guards decide
+# them), nor half of a size (the count stays 2) or plain int arithmetic
+EXPECTED = [("models.py", 11), ("models.py", 21), ("models.py", 27)]
 LENGTHS = (16, 32, 64, 128)
 
 
