@@ -19,6 +19,10 @@ from pathlib import Path
 _ROW = re.compile(r"^\| (?P<measure>[^|]+?) \| (?P<a>\d+)/(?P<b>\d+)(?: \([^)]*\))? \| (?P<c>\d+)/(?P<d>\d+)(?: \([^)]*\))? \|$")
 PLAIN = "precision: graph-break findings on executed lines that are real"
 COUNTING = "precision, counting a conditional finding real when its condition's pass broke at its line"
+NOT_EAGER = "... leaving out the findings that say their line runs eagerly today"
+# derived: the conditional passes counted, and the findings that say their line runs eagerly today left
+# out (no pass measures those, so both other rows count them as not real)
+BOTH = "precision, counting conditional passes and leaving out the findings that say they run eagerly today"
 # rows a report prints twice (the plain precision again beside the conditional rows)
 _REPEATED = {"precision, plain runs only (as above)"}
 
@@ -44,6 +48,9 @@ def total(reports: list[dict[str, tuple[int, int, int, int]]]) -> dict[str, list
             acc = sums.setdefault(measure, [0, 0, 0, 0])
             for i, n in enumerate(counts):
                 acc[i] += n
+    if PLAIN in sums and NOT_EAGER in sums and COUNTING in sums:
+        # the eager findings are in no numerator, so leaving them out shrinks only the denominator
+        sums[BOTH] = [sums[COUNTING][0], sums[NOT_EAGER][1], sums[COUNTING][2], sums[NOT_EAGER][3]]
     return sums
 
 
