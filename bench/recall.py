@@ -85,7 +85,10 @@ NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14", "x-transformers==2.31.10
                 "mixture-of-experts==0.2.3", "soft-moe-pytorch==0.1.9", "MEGABYTE-pytorch==0.3.6",
                 "ring-attention-pytorch==0.5.20", "beartype==0.23.1", "jaxtyping==0.3.11", "wadler-lindig==0.1.8",
                 # and the "kornia" set, the same day: kornia's augmentations and filters, mambapy's Mamba
-                "kornia==0.9.0", "kornia-rs==0.2.0", "mambapy==1.2.0"]
+                "kornia==0.9.0", "kornia-rs==0.2.0", "mambapy==1.2.0",
+                # and the "lucid2" set, the same day: axial, LSH and linear attention, EGNN, product keys, CoLT5
+                "axial-attention==0.6.1", "reformer-pytorch==1.4.4", "linear-attention-transformer==0.19.1",
+                "linformer==0.2.3", "egnn-pytorch==0.2.8", "product-key-memory==0.3.0", "colt5-attention==0.11.2"]
 
 
 def log(msg: str) -> None:
@@ -116,7 +119,8 @@ def venv_facts() -> dict:
         "('torch', 'timm', 'transformers', 'monai', 'diffusers', 'torch_geometric', 'vit_pytorch', 'x_transformers', "
         "'vector_quantize_pytorch', 'perceiver_pytorch', 'performer_pytorch', 'local_attention', 'fair_esm', "
         "'mixture_of_experts', 'soft_moe_pytorch', 'MEGABYTE_pytorch', 'ring_attention_pytorch', 'kornia', 'mambapy', "
-        "'fusionlint')}}))"
+        "'axial_attention', 'reformer_pytorch', 'linear_attention_transformer', 'egnn_pytorch', 'product_key_memory', "
+        "'colt5_attention', 'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
     facts = json.loads(out)
@@ -380,7 +384,10 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
              ("local_attention", "local-attention"), ("fair_esm", "fair-esm"),
              ("mixture_of_experts", "mixture-of-experts"), ("soft_moe_pytorch", "soft-moe-pytorch"),
              ("MEGABYTE_pytorch", "MEGABYTE-pytorch"), ("ring_attention_pytorch", "ring-attention-pytorch"),
-             ("kornia", "kornia"), ("mambapy", "mambapy")) if v.get(key))
+             ("kornia", "kornia"), ("mambapy", "mambapy"), ("axial_attention", "axial-attention"),
+             ("reformer_pytorch", "reformer-pytorch"), ("linear_attention_transformer", "linear-attention-transformer"),
+             ("egnn_pytorch", "egnn-pytorch"), ("product_key_memory", "product-key-memory"),
+             ("colt5_attention", "colt5-attention")) if v.get(key))
         + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",

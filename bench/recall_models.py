@@ -12,7 +12,9 @@ from typing import Any, Callable
 
 PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vit_pytorch", "x_transformers",
             "vector_quantize_pytorch", "perceiver_pytorch", "performer_pytorch", "local_attention", "esm",
-            "mixture_of_experts", "soft_moe_pytorch", "MEGABYTE_pytorch", "ring_attention_pytorch", "kornia", "mambapy")
+            "mixture_of_experts", "soft_moe_pytorch", "MEGABYTE_pytorch", "ring_attention_pytorch", "kornia", "mambapy",
+            "axial_attention", "reformer_pytorch", "linear_attention_transformer", "egnn_pytorch", "product_key_memory",
+            "colt5_attention")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -125,6 +127,16 @@ aug-hflip aug-affine aug-colorjitter aug-resizedcrop aug-erasing aug-perspective
 aug-sequential canny sobel rgb-to-hsv extract-patches normalize
 """.split()
 MAMBAPY = "mamba mamba-sequential".split()
+# the "lucid2" set (2026-12-05, measured before any change for it): axial attention, Reformer's LSH attention,
+# linear attention, E(n)-equivariant graph networks, product-key memory and CoLT5's routed blocks
+LUCID2 = {
+    "axial_attention": "attention image-transformer reversible".split(),
+    "reformer_pytorch": "lm lm-causal".split(),
+    "linear_attention_transformer": "lm lm-causal lm-local".split(),
+    "egnn_pytorch": "egnn network".split(),
+    "product_key_memory": ["pkm"],
+    "colt5_attention": "routed-ff routed-attn block".split(),
+}
 
 
 def all_names() -> list[str]:
@@ -148,6 +160,7 @@ def all_names() -> list[str]:
     names += [f"ring_attention_pytorch:{n}" for n in RING_ATTENTION]
     names += [f"kornia:{n}" for n in KORNIA]
     names += [f"mambapy:{n}" for n in MAMBAPY]
+    names += [f"{package}:{n}" for package, models in LUCID2.items() for n in models]
     return names
 
 
@@ -185,6 +198,7 @@ def build(name: str) -> Built:
         "ring_attention_pytorch": _ring_attention,
         "kornia": _kornia,
         "mambapy": _mambapy,
+        **{package: (lambda m, p=package: _lucid2(p, m)) for package in LUCID2},
     }[family](model)
 
 
@@ -1066,3 +1080,59 @@ def _mambapy(name: str) -> Built:
 
     model = Mamba(MambaConfig(d_model=16, n_layers=2, d_state=8, pscan=name == "mamba"))
     return Built(model, [8, 16, 32], lambda b, s: ((torch.randn(b, s, 16),), {}))
+
+
+# ---------------------------------------------------------------- the lucid2 set (2026-12-05)
+
+
+def _lucid2(package: str, name: str) -> Built:
+    import torch
+
+    tokens = lambda b, s: ((torch.randint(0, 64, (b, s)),), {})  # noqa: E731
+    features = lambda b, s: ((torch.randn(b, s, 32),), {})  # noqa: E731
+    if package == "axial_attention":
+        from axial_attention import AxialAttention, AxialImageTransformer
+
+        model = {
+            "attention": lambda: AxialAttention(dim=8, dim_index=1, heads=2, num_dimensions=2),
+            "image-transformer": lambda: AxialImageTransformer(dim=8, depth=1, heads=2),
+            "reversible": lambda: AxialImageTransformer(dim=8, depth=2, heads=2, reversible=True),
+        }[name]()
+        return Built(model, [8, 12, 16], lambda b, s: ((torch.randn(b, 8, s, s),), {}))
+    if package == "reformer_pytorch":
+        from reformer_pytorch import ReformerLM
+
+        model = ReformerLM(num_tokens=64, dim=32, depth=1, max_seq_len=64, heads=2, bucket_size=4, n_hashes=2,
+                           causal=name == "lm-causal")
+        return Built(model, [16, 24, 32], tokens)  # LSH buckets: a multiple of 2 x bucket_size
+    if package == "linear_attention_transformer":
+        from linear_attention_transformer import LinearAttentionTransformerLM
+
+        extra = {"n_local_attn_heads": 1, "local_attn_window_size": 8} if name == "lm-local" else {}
+        model = LinearAttentionTransformerLM(num_tokens=64, dim=32, heads=2, depth=1, max_seq_len=64,
+                                             causal=name == "lm-causal", **extra)
+        return Built(model, [16, 24, 32], tokens)
+    if package == "egnn_pytorch":
+        from egnn_pytorch import EGNN, EGNN_Network
+
+        if name == "egnn":
+            return Built(EGNN(dim=8), [8, 12, 16], lambda b, s: ((torch.randn(b, s, 8), torch.randn(b, s, 3)), {}))
+        model = EGNN_Network(num_tokens=10, dim=8, depth=1, num_nearest_neighbors=4)
+        return Built(model, [8, 12, 16], lambda b, s: (
+            (torch.randint(0, 10, (b, s)), torch.randn(b, s, 3)), {"mask": torch.ones(b, s, dtype=torch.bool)}))
+    if package == "product_key_memory":
+        from product_key_memory import PKM
+
+        return Built(PKM(dim=32, heads=2, num_keys=16, topk=4, dim_head=16), [16, 24, 32], features)
+    from colt5_attention import ConditionalRoutedAttention, ConditionalRoutedFeedForward, ConditionalRoutedTransformerBlock
+
+    model = {
+        "routed-ff": lambda: ConditionalRoutedFeedForward(dim=32, num_heavy_tokens=4),
+        "routed-attn": lambda: ConditionalRoutedAttention(
+            dim=32, num_heavy_tokens_q=4, num_heavy_tokens_kv=4, light_dim_head=16, light_heads=2,
+            light_window_size=8, heavy_dim_head=16, heavy_heads=2),
+        "block": lambda: ConditionalRoutedTransformerBlock(
+            dim=32, num_heavy_attn_tokens_q=4, num_heavy_attn_tokens_kv=4, num_heavy_ff_tokens=4, light_dim_head=16,
+            light_heads=2, light_window_size=8, heavy_dim_head=16, heavy_heads=2),
+    }[name]()
+    return Built(model, [16, 24, 32], features)
