@@ -86,6 +86,16 @@ _UNTRACEABLE_FACTORIES = {
 # In-place view ops: on a tensor the compiled function was given, Dynamo refuses them (measured, torch 2.13
 # CPU: `x.unsqueeze_(0)`, `squeeze_()`, `transpose_(0, 1)`, `t_()`, `swapdims_(0, 1)` on a forward
 # argument -> GB0148); on a tensor made inside they trace
+# Random-number-generator state: Dynamo skips these torch functions (measured, torch 2.13 CPU; the form of the
+# reversible blocks that reformer-pytorch, axial-attention and other lucidrains packages copy, which record the
+# CPU generator's state in forward: `self.cpu_state = torch.get_rng_state()`)
+_RNG_STATE_CALLS = {
+    **dict.fromkeys(("torch.get_rng_state", "torch.random.get_rng_state", "torch.set_rng_state",
+                     "torch.random.set_rng_state", "torch.manual_seed", "torch.random.manual_seed",
+                     "torch.utils.checkpoint.get_device_states", "torch.utils.checkpoint.set_device_states"), "GB0007"),
+    "torch.random.fork_rng": "GB0208",
+    "torch.initial_seed": "GB0208",
+}
 _INPLACE_VIEWS = frozenset({"unsqueeze_", "squeeze_", "transpose_", "t_", "swapdims_", "swapaxes_", "as_strided_"})
 # torch.distributed collectives: with async_op=True Dynamo refuses them (measured GB0172 for all_reduce, and
 # GB0156 at the returned work's `.wait()`)
@@ -148,6 +158,7 @@ class UntraceableTensorCall(Rule):
         "Parameter", "repr(", "str(", "%s", "%d", "%f", "%r", "%.", "%i", "%g", "%e", "jit.isinstance", "torch.jit import", ".data", ".real", ".imag", "data_ptr", "to_sparse",
         "_check", "nested_tensor", "sparse_", "unsqueeze_", "squeeze_", "transpose_", "t_(", "swapdims_", "swapaxes_",
         "as_strided_", "jit.script", "jit.freeze", "Generator", ".__init__(self", "astype", "uniform_", "register_hook", "async_op", "invoke_subgraph", "Buffer",
+        "rng_state", "manual_seed", "device_states", "fork_rng", "initial_seed",
         *PARAM_MODULES,
     )
     gb_ids = ("GB0007", "GB0045", "GB0046", "GB0125", "GB8985", "GB0126", "GB0127", "GB0107", "GB0117", "GB0108", "GB0123",
@@ -166,7 +177,9 @@ trace: `t.is_inference()`, `t.requires_grad_()` (not `requires_grad_(False)`), `
 trace breaks (`super().__init__()` and the first parameter-making call), torch factory functions called with `requires_grad=True`, `y.data = ...` on a
 tensor created in the compiled code, `t.real = ...`/`t.imag = ...`, comparisons of
 `t.data_ptr()`, `torch._check(cond, "message")` with a string message or a message lambda that
-reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), calls of a
+reads a tensor, `torch.Generator` state calls (`self.g.manual_seed(...)`), the global generator's state
+(`torch.get_rng_state()`, `torch.set_rng_state(...)`, `torch.manual_seed(...)`, `torch.random.fork_rng(...)`,
+`torch.initial_seed()`, `torch.utils.checkpoint.get_device_states(...)`), calls of a
 submodule made with `torch.jit.script(...)`/`torch.jit.freeze(...)` in `__init__`, strided nested
 tensors (`torch.nested.as_nested_tensor(...)` without `layout=torch.jagged`), `torch.distributed`
 collectives with `async_op=True`, `invoke_subgraph(...)` called directly, `.astype(object)`,
@@ -214,6 +227,8 @@ Each one ends the graph. Measured with torch 2.13.0 on CPU (backend "eager", eac
 | `torch._check(cond, "need rows")`, `torch._check_value(cond, "...")`, an f-string message | GB9840 "Can't extract message from torch._check*()" |
 | `torch._check(cond, lambda: f"got {h.shape}")` (the lambda reads the tensor `h`) | GB9158 "Can't convert torch._check*() message closure" |
 | `self.g.manual_seed(1)` with `self.g = torch.Generator()` | GB7650 "torch.Generator method" |
+| `torch.get_rng_state()`, `torch.set_rng_state(s)`, `torch.manual_seed(0)` (and their `torch.random.` names), `torch.utils.checkpoint.get_device_states(x)` / `set_device_states(...)` | GB0007; reformer-pytorch's and axial-attention's reversible blocks (`self.cpu_state = torch.get_rng_state()` in train mode) on the recall bench |
+| `with torch.random.fork_rng(devices=[]):`, `x * torch.initial_seed()` | GB0208 "torch.* op returned non-Tensor" |
 | `self.scripted(h)` with `self.scripted = torch.jit.script(nn.Linear(8, 8))` | GB4695; the frame falls back to eager (0 compiled graphs) |
 | `a.astype(object)`, `a.astype("O")` on a numpy array | GB0250 "ndarray.astype(object)" |
 | `t.uniform_(**{"from": 0.0, "to": 1.0})` | GB0110 "Tensor.uniform_ op called with `from` keyword" |
@@ -319,6 +334,14 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
         "        self.sched.random_(3)\n        return x\n",
     ]
     INVALID = [
+        # the reversible blocks' RNG bookkeeping (reformer-pytorch, axial-attention), in a method forward calls
+        Invalid(
+            "import torch\nfrom torch import nn\n\n\nclass Deterministic(nn.Module):\n"
+            "    def record_rng(self):\n        self.cpu_state = torch.get_rng_state()\n\n"
+            "    def forward(self, x, record_rng=False):\n        if record_rng:\n            self.record_rng()\n"
+            "        return x * 2\n",
+            line=7,
+        ),
         # a sparse tensor returned by a function that breaks, still live at the next break of the resumed frame
         # (PyG's ASAPooling, measured: GB0015 at line 11, the second call), then read in code Dynamo runs eagerly
         Invalid(
@@ -475,6 +498,11 @@ GB4695 https://meta-pytorch.github.io/compile-graph-break-site/gb/gb4695.html
             gb, why = _UNTRACEABLE_FACTORIES[qual]
             ctx.report(node, f"`{qual}(...)` in compiled code: {why}: graph break ({gb}); build it outside the "
                              "compiled region, or keep dense/padded tensors inside it")
+            return
+        if qual in _RNG_STATE_CALLS:
+            ctx.report(node, f"`{qual}(...)` in compiled code reads or sets the random generator's state, which Dynamo "
+                             f"does not trace: graph break ({_RNG_STATE_CALLS[qual]}); record or restore it outside the "
+                             "compiled region (torch.utils.checkpoint handles the RNG state of recomputed code itself)")
             return
         if isinstance(func, cst.Attribute) and func.attr.value in _INPLACE_VIEWS and _entry_argument(func.value, ctx):
             ctx.report(

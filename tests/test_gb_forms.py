@@ -167,6 +167,16 @@ CASES = [
     ("sparse-coo-tensor", "FL112", "GB0007",
      "        s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), h[0, :2], (2, 2))\n        return s.to_dense() * 2",
      "        return torch.zeros(2, 2).index_put((torch.tensor([0, 1]), torch.tensor([1, 0])), h[0, :2]) * 2"),
+    # the global generator's state, as the reversible blocks of reformer-pytorch and axial-attention record it
+    ("rng-state", "FL112", "GB0007",
+     "        self.cpu_state = torch.get_rng_state()\n        return h * 2",
+     "        return h * 2"),
+    ("manual-seed", "FL112", "GB0007",
+     "        torch.manual_seed(0)\n        return h * torch.rand(1)",
+     "        return h * torch.rand(1)"),
+    ("fork-rng", "FL112", "GB0208",
+     "        with torch.random.fork_rng(devices=[]):\n            y = h * 2\n        return y",
+     "        y = h * 2\n        return y"),
     # the sparse tensor crosses into the frame resumed after its constructor's break: GB0015 at its first read
     ("sparse-carried-across-its-break", "FL112", "GB0015",
      "        s = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), h[0, :2], (2, 2))\n        y = h * 2\n"
