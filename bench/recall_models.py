@@ -14,7 +14,7 @@ PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vi
             "vector_quantize_pytorch", "perceiver_pytorch", "performer_pytorch", "local_attention", "esm",
             "mixture_of_experts", "soft_moe_pytorch", "MEGABYTE_pytorch", "ring_attention_pytorch", "kornia", "mambapy",
             "axial_attention", "reformer_pytorch", "linear_attention_transformer", "egnn_pytorch", "product_key_memory",
-            "colt5_attention")
+            "colt5_attention", "conformer", "minGRU_pytorch", "nystrom_attention", "pytorch_tabnet", "e3nn")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -137,6 +137,15 @@ LUCID2 = {
     "product_key_memory": ["pkm"],
     "colt5_attention": "routed-ff routed-attn block".split(),
 }
+# the "mix" set (2026-12-05, measured before any change for it): speech (Conformer), minimal RNNs with a parallel
+# scan (minGRU / minLSTM), Nystrom attention, tabular (TabNet's sparsemax / entmax masks), E(3)-equivariant layers
+MIX = {
+    "conformer": "block conformer".split(),
+    "minGRU_pytorch": "mingru minlm minlm-lstm minlm-conv".split(),
+    "nystrom_attention": "attention nystromformer".split(),
+    "pytorch_tabnet": "sparsemax entmax".split(),
+    "e3nn": "linear tensor-product gate".split(),
+}
 
 
 def all_names() -> list[str]:
@@ -161,6 +170,7 @@ def all_names() -> list[str]:
     names += [f"kornia:{n}" for n in KORNIA]
     names += [f"mambapy:{n}" for n in MAMBAPY]
     names += [f"{package}:{n}" for package, models in LUCID2.items() for n in models]
+    names += [f"{package}:{n}" for package, models in MIX.items() for n in models]
     return names
 
 
@@ -199,6 +209,7 @@ def build(name: str) -> Built:
         "kornia": _kornia,
         "mambapy": _mambapy,
         **{package: (lambda m, p=package: _lucid2(p, m)) for package in LUCID2},
+        **{package: (lambda m, p=package: _mix(p, m)) for package in MIX},
     }[family](model)
 
 
@@ -1136,3 +1147,49 @@ def _lucid2(package: str, name: str) -> Built:
             light_heads=2, light_window_size=8, heavy_dim_head=16, heavy_heads=2),
     }[name]()
     return Built(model, [16, 24, 32], features)
+
+
+# ---------------------------------------------------------------- the mix set (2026-12-05)
+
+
+def _mix(package: str, name: str) -> Built:
+    import torch
+
+    features = lambda b, s: ((torch.randn(b, s, 32),), {})  # noqa: E731
+    if package == "conformer":
+        from conformer import Conformer, ConformerBlock
+
+        kwargs = dict(dim=32, dim_head=16, heads=2, ff_mult=2, conv_expansion_factor=2, conv_kernel_size=7)
+        model = ConformerBlock(**kwargs) if name == "block" else Conformer(depth=2, **kwargs)
+        return Built(model, [16, 24, 32], features)
+    if package == "minGRU_pytorch":
+        from minGRU_pytorch import minGRU
+        from minGRU_pytorch.minLM import minLM
+
+        if name == "mingru":
+            return Built(minGRU(32), [16, 24, 32], features)
+        model = minLM(num_tokens=64, dim=32, depth=2, use_lstm=name == "minlm-lstm", enable_conv=name == "minlm-conv")
+        return Built(model, [16, 24, 32], lambda b, s: ((torch.randint(0, 64, (b, s)),), {}))
+    if package == "nystrom_attention":
+        from nystrom_attention import NystromAttention, Nystromformer
+
+        if name == "attention":
+            model = NystromAttention(dim=32, dim_head=16, heads=2, num_landmarks=8, residual_conv_kernel=7)
+        else:
+            model = Nystromformer(dim=32, dim_head=16, heads=2, depth=2, num_landmarks=8)
+        return Built(model, [16, 24, 32], features)
+    if package == "pytorch_tabnet":
+        from pytorch_tabnet.tab_network import TabNet
+
+        model = TabNet(input_dim=8, output_dim=2, n_d=8, n_a=8, n_steps=3, mask_type=name,
+                       group_attention_matrix=torch.eye(8))
+        return Built(model, [8], lambda b, s: ((torch.randn(b * 4, s),), {}))  # rows of 8 features
+    from e3nn import nn as e3nn_nn, o3
+
+    if name == "linear":
+        return Built(o3.Linear("4x0e + 2x1o", "2x0e + 1x1o"), [4, 6, 8], lambda b, s: ((torch.randn(b, s, 10),), {}))
+    if name == "tensor-product":
+        tp = o3.FullyConnectedTensorProduct("2x0e + 1x1o", "2x0e + 1x1o", "3x0e")
+        return Built(tp, [4, 6, 8], lambda b, s: ((torch.randn(b, s, 5), torch.randn(b, s, 5)), {}))
+    gate = e3nn_nn.Gate("2x0e", [torch.relu], "1x0e", [torch.sigmoid], "1x1o")
+    return Built(gate, [4, 6, 8], lambda b, s: ((torch.randn(b, s, 6),), {}))
