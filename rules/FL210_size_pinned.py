@@ -16,8 +16,9 @@ Flags compiled code that needs a Python number computed from a tensor's size:
 - `.is_integer()` on a true division of a size, directly or through a local bound only to one:
   `m = seqlen / multiple` then `if m.is_integer():`, with `seqlen = x.shape[1]` (lucidrains'
   `pad_to_multiple` helper: local-attention 1.11, soft-moe-pytorch 0.1.9, and the packages that copy it);
-- `range(...)` or the `steps` of `torch.linspace`/`torch.logspace` given an int made from a size by
-  Python float math: `int(math.log2(L))`, `int(sqrt(n))`, `math.ceil(n / k)`, arithmetic on one
+- `range(...)`, the `steps` of `torch.linspace`/`torch.logspace` or the count of `t.chunk(n, dim)` given
+  an int made from a size by Python or numpy float math: `int(math.log2(L))`, `int(sqrt(n))`,
+  `math.ceil(n / k)`, `int(np.ceil(n / k))` (TabNet's ghost batch norm), arithmetic on one
   (`num_steps - 2`), or a local bound only to those (mambapy 1.2's parallel scan, vit-pytorch's RvT);
   the first such use of a size in a function (a later one is decided by the first one's guard);
 - `t.split(s, dim)` / `torch.split(t, s, dim)` where `s` caps a number at a size,
@@ -43,7 +44,11 @@ line; `x.split(min(x.shape[1], 8), dim=1)` with the piece count
 `(((-1) + x.size()[1] + min(8, x.size()[1])) // min(8, x.size()[1])) == 2`. The recall bench recorded
 these guards in mambapy's `pscan.py:54`, vit-pytorch's `rvt.py:31` and ring-attention-pytorch's
 `ring_flash_attention.py:145`. Not flagged: `x.split(x.shape[1] // 2, dim=1)` (the count stays 2 and its
-guard holds), `int(n // 4)` and other integer arithmetic on a size (it stays symbolic).
+guard holds), `int(n // 4)` and other integer arithmetic on a size (it stays symbolic). TabNet's
+`x.chunk(int(np.ceil(x.shape[0] / self.virtual_batch_size)), 0)` recompiled for every new batch size on the
+recall bench (`(x.size()[0] / 128) == 0.09375`: numpy takes the quotient as a number); measured the same
+way, `np.ceil(x.shape[0] / 4)` fixed the quotient (4 recompiles for 5 batch sizes), and
+`x.chunk(math.ceil(x.shape[0] / 4), 0)` recompiled with `math.ceil(x.size()[0] / 4) == 3` on its line.
 
 Measured the same way and not flagged: `torch.linspace(-1.0, 1.0, steps=n)` (and `torch.logspace`) with
 `n` a size also fixes it (4 recompiles for the 5 lengths; `torch.arange(n) / n`: 1), and perceiver-pytorch
@@ -89,7 +94,7 @@ class SizePinned(Rule):
     name = "size-pinned"
     message = "compiled code reads a tensor's size in a way that fixes it: every new size recompiles"
     effects = (Effect.RECOMPILE,)
-    triggers = ("is_integer", "split", "range", "linspace", "logspace")
+    triggers = ("is_integer", "split", "range", "linspace", "logspace", "chunk")
     measured_on = ("torch 2.13.0 CPU",)
     docs = _DOCS
 
@@ -118,6 +123,9 @@ class SizePinned(Rule):
         Invalid(_fwd("        num_steps = int(math.log2(x.size(1)))\n        for _ in range(num_steps - 2):\n"
                      "            x = x * 2\n        return x\n").replace("import torch\n", "import math\nimport torch\n", 1),
                 line=9, count=1),
+        # TabNet's ghost batches: numpy's ceil of the batch size over the virtual batch size
+        Invalid(_fwd("        chunks = x.chunk(int(np.ceil(x.shape[0] / 128)), 0)\n        return chunks[0]\n")
+                .replace("import torch\n", "import numpy as np\nimport torch\n", 1), line=8, count=1),
         # a grid side from the token count, as linspace steps
         Invalid(_fwd("        side = int(x.shape[1] ** 0.5)\n        return x + torch.linspace(0.0, 1.0, side).sum()\n"),
                 line=8, count=1),
@@ -144,8 +152,10 @@ class SizePinned(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value == "split":
             return self._split(node, ctx)
         name = ctx.qualname(func)
-        if name in ("range", "torch.linspace", "torch.logspace"):
+        if name in ("range", "torch.linspace", "torch.logspace", "torch.chunk"):
             return self._count(node, name, ctx)
+        if isinstance(func, cst.Attribute) and func.attr.value == "chunk" and ctx.is_tensor(func.value):
+            return self._count(node, "chunk", ctx)
         if not (isinstance(func, cst.Attribute) and func.attr.value == "is_integer" and not node.args):
             return
         found = self._size_division(func.value, ctx)
@@ -166,6 +176,10 @@ class SizePinned(Rule):
         side that varies, and each value it takes compiles the frame again."""
         if name == "range":
             counts = [a.value for a in node.args if a.keyword is None and not a.star]
+        elif name in ("chunk", "torch.chunk"):  # `t.chunk(n, dim)`, `torch.chunk(t, n, dim)`: how many pieces
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            counts = positional[int(name == "torch.chunk"):][:1]
+            counts += [a.value for a in node.args if a.keyword is not None and a.keyword.value == "chunks"]
         else:
             counts = [a.value for a in node.args if (a.keyword is not None and a.keyword.value == "steps")]
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
@@ -182,7 +196,8 @@ class SizePinned(Rule):
             if (size, tensor) in seen:
                 return
             seen.add((size, tensor))
-            what = "the trip count of a Python loop" if name == "range" else "the number of steps"
+            what = {"range": "the trip count of a Python loop", "chunk": "the number of pieces",
+                    "torch.chunk": "the number of pieces"}.get(name, "the number of steps")
             ctx.report(
                 node,
                 f"`{ctx.code(count).strip()}` is {what}, an int computed from the size `{size}` of `{tensor}` "

@@ -2,8 +2,9 @@
 
 From the recall bench (2026-12-05 sets): mambapy's parallel scan loops `range(int(math.log2(L)) - 2)`,
 vit-pytorch's RvT asks `torch.linspace(..., steps=int(sqrt(n)))`, ring-attention-pytorch splits into
-buckets of `min(seq_len, bucket_size)`. The static test asserts where FL210 reports; the torch test
-compiles the same models, calls each with four sequence lengths, and asserts that the failed guards
+buckets of `min(seq_len, bucket_size)`, and TabNet (the mix set) chunks a batch into
+`int(np.ceil(batch / virtual_batch_size))` ghost batches. The static test asserts where FL210 reports; the torch test
+compiles the same models, calls each with four sequence lengths (batch sizes for the ghost batches), and asserts that the failed guards
 name exactly those lines (every other recompile is an input's shape, which names no line).
 """
 
@@ -15,6 +16,8 @@ from tests.test_semantic_patterns import HEAD, at, lint, project
 MODELS = HEAD + """
 import math
 from math import sqrt
+
+import numpy as np
 
 
 class LogSteps(nn.Module):
@@ -42,6 +45,12 @@ class Buckets(nn.Module):
         return torch.stack(pieces).sum(0) + torch.stack(again).sum(0)
 
 
+class GhostBatches(nn.Module):
+    def forward(self, x):
+        chunks = x.chunk(int(np.ceil(x.shape[0] / 4)), 0)
+        return torch.stack([c.sum(0) for c in chunks]).sum(0)
+
+
 class Halves(nn.Module):
     def forward(self, x):
         a, b = x.split(x.shape[1] // 2, dim=1)
@@ -49,10 +58,11 @@ class Halves(nn.Module):
         return a + b + n
 """
 
-# `range(num_steps - 2)`, `torch.linspace(...)` and the first split by the capped bucket size; not the
+# `range(num_steps - 2)`, `torch.linspace(...)`, the first split by the capped bucket size and the chunk count
+# from numpy's ceil of the batch size; not the
 # second loop over `num_steps` nor the second split by the bucket size (the first ones' guards decide
 # them), nor half of a size (the count stays 2) or plain int arithmetic
-EXPECTED = [("models.py", 11), ("models.py", 21), ("models.py", 27)]
+EXPECTED = [("models.py", 13), ("models.py", 23), ("models.py", 29), ("models.py", 36)]
 LENGTHS = (16, 32, 64, 128)
 
 
@@ -64,6 +74,7 @@ def test_fl210_lines(tmp_path):
 def test_fl210_lines_are_the_guards_torch_recompiles_on(tmp_path):
     path = project(tmp_path, {"models.py": MODELS}) / "models.py"
     inputs = {name: [(2, n) for n in LENGTHS] for name in ("LogSteps", "SqrtGrid", "Buckets", "Halves")}
+    inputs["GhostBatches"] = [(n, 4) for n in (8, 12, 16, 20)]  # TabNet's ghost batches: the batch size varies
     records = _recompiles(path, inputs)
     assert _guard_lines(records) == EXPECTED, records
 

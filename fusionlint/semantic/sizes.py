@@ -19,7 +19,12 @@ from fusionlint.semantic.bindings import PARAMETER, target_names
 # arithmetic that keeps a size symbolic (and so specialised when formatted)
 _SIZE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)
 # Python float math on a size (a symbolic float under dynamic shapes) and the conversions back to int
-_FLOAT_MATH = frozenset({f"math.{f}" for f in ("log", "log2", "log10", "log1p", "sqrt", "exp", "pow")})
+# (numpy's functions take a size as a Python number: Dynamo fixes it right there, measured on torch 2.13 CPU with
+# `np.ceil(x.shape[0] / 4)`: a guard on the exact quotient at that line)
+_FLOAT_MATH = frozenset(
+    {f"{m}.{f}" for m in ("math", "numpy") for f in ("log", "log2", "log10", "log1p", "sqrt", "exp", "pow")}
+    | {f"numpy.{f}" for f in ("ceil", "floor", "round", "rint", "trunc")}
+)
 _TO_INT = frozenset({"builtins.int", "builtins.round", "math.floor", "math.ceil", "math.trunc"})
 
 
