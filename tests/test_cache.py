@@ -633,3 +633,20 @@ def test_a_class_that_stops_subclassing_tensor_in_another_file_changes_the_guard
     edited = _run(root)
     assert [f for f in edited.result.findings if f.path == "net.py"] == []  # net.py itself did not change
     assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_two_files_with_the_same_text_and_module_name_are_two_files(tmp_path):
+    # two copies of a script (`train.py` in two example folders, no packages): one cached summary serves
+    # both contents, but each file must get it under its own path (it was filed under the first one's,
+    # and linting the second then found it missing: an internal error after the bodies were dropped)
+    (tmp_path / "pyproject.toml").write_text("[tool.fusionlint]\n")
+    script = SUB.replace("from base import Base", "from torch.nn import Module as Base")
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "train.py").write_text(script)
+    for _ in range(2):  # the first run fills the cache, the second reads it
+        outcome = _run(tmp_path)
+        assert not outcome.internal_errors, outcome.internal_errors
+        assert not outcome.result.errors, outcome.result.errors
+        assert sorted((f.path, f.code) for f in outcome.result.findings) == [("a/train.py", "FL101"), ("b/train.py", "FL101")]
+    assert _found(outcome) == _found(_run(tmp_path, cache=False))

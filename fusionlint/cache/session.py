@@ -304,6 +304,7 @@ class CacheSession:
         model.name_index = index
         found, self._summary_digests[shown] = summary
         if found is not None:
+            found.path = shown  # the entry serves every file of this text and module name (see ``_add``)
             found.text_hash = 0  # not this text's hash until read_late sets it
             self._bodiless[shown] = self._summary_key(f)
             model.add_summary(found)
@@ -391,6 +392,7 @@ class CacheSession:
             if not (isinstance(cached, tuple) and len(cached) == 2 and cached[0] is not None):
                 return None
             old = cached[0]
+            old.path = shown  # made, maybe, for another file of the same text and module name (``_add``)
             if not self._fill_bodies(old, self._summary_key(dataclasses.replace(f, digest=old_content))):
                 return None
             if shown in self._bodiless:
@@ -430,6 +432,9 @@ class CacheSession:
         if isinstance(cached, tuple) and len(cached) == 2:
             summary, self._summary_digests[shown] = cached
             if summary is not None:
+                # keyed by text and module name, so the entry may have been made for another file with both
+                # (a `train.py` copied into two example folders): it is this file's summary under its path
+                summary.path = shown
                 if text is not None:
                     summary.text_hash = hash(text)  # str hashes differ per process: the model compares them
                 self._bodiless[shown] = key
