@@ -91,7 +91,9 @@ NO_DEPS_PINS = ["timm==1.0.31", "vit-pytorch==1.26.14", "x-transformers==2.31.10
                 "linformer==0.2.3", "egnn-pytorch==0.2.8", "product-key-memory==0.3.0", "colt5-attention==0.11.2",
                 # and the "mix" set, the same day: Conformer, minGRU, Nystromformer, TabNet, e3nn
                 "conformer==0.3.2", "minGRU-pytorch==0.2.1", "nystrom-attention==0.0.14", "pytorch-tabnet==4.1.0",
-                "e3nn==0.6.0", "opt_einsum_fx==0.1.4", "opt_einsum==3.4.0"]
+                "e3nn==0.6.0", "opt_einsum_fx==0.1.4", "opt_einsum==3.4.0",
+                # and the "rl" set, the same day: Stable-Baselines3's policies
+                "stable-baselines3==2.9.2", "gymnasium==1.4.0", "cloudpickle==3.1.3", "farama-notifications==0.0.4"]
 
 
 def log(msg: str) -> None:
@@ -123,7 +125,7 @@ def venv_facts() -> dict:
         "'vector_quantize_pytorch', 'perceiver_pytorch', 'performer_pytorch', 'local_attention', 'fair_esm', "
         "'mixture_of_experts', 'soft_moe_pytorch', 'MEGABYTE_pytorch', 'ring_attention_pytorch', 'kornia', 'mambapy', "
         "'axial_attention', 'reformer_pytorch', 'linear_attention_transformer', 'egnn_pytorch', 'product_key_memory', "
-        "'colt5_attention', 'conformer', 'minGRU_pytorch', 'nystrom_attention', 'pytorch_tabnet', 'e3nn', 'fusionlint')}}))"
+        "'colt5_attention', 'conformer', 'minGRU_pytorch', 'nystrom_attention', 'pytorch_tabnet', 'e3nn', 'stable_baselines3', 'fusionlint')}}))"
     )
     out = subprocess.run([str(PY), "-c", code], check=True, capture_output=True, text=True).stdout
     facts = json.loads(out)
@@ -391,7 +393,8 @@ def report(raw: dict, findings: list, default_codes: set[str], file_errors: int,
              ("reformer_pytorch", "reformer-pytorch"), ("linear_attention_transformer", "linear-attention-transformer"),
              ("egnn_pytorch", "egnn-pytorch"), ("product_key_memory", "product-key-memory"),
              ("colt5_attention", "colt5-attention"), ("conformer", "conformer"), ("minGRU_pytorch", "minGRU-pytorch"),
-             ("nystrom_attention", "nystrom-attention"), ("pytorch_tabnet", "pytorch-tabnet"), ("e3nn", "e3nn")) if v.get(key))
+             ("nystrom_attention", "nystrom-attention"), ("pytorch_tabnet", "pytorch-tabnet"), ("e3nn", "e3nn"),
+             ("stable_baselines3", "Stable-Baselines3")) if v.get(key))
         + f"; fusionlint {v['fusionlint']} (this checkout)",
         f"models measured: {len(ok)} ({', '.join(f'{p} {n}' for p, n in sorted(per_pkg.items()))}); "
         f"failed to build or run, skipped: {len(failed)}",

@@ -14,7 +14,8 @@ PACKAGES = ("timm", "transformers", "monai", "diffusers", "torch_geometric", "vi
             "vector_quantize_pytorch", "perceiver_pytorch", "performer_pytorch", "local_attention", "esm",
             "mixture_of_experts", "soft_moe_pytorch", "MEGABYTE_pytorch", "ring_attention_pytorch", "kornia", "mambapy",
             "axial_attention", "reformer_pytorch", "linear_attention_transformer", "egnn_pytorch", "product_key_memory",
-            "colt5_attention", "conformer", "minGRU_pytorch", "nystrom_attention", "pytorch_tabnet", "e3nn")
+            "colt5_attention", "conformer", "minGRU_pytorch", "nystrom_attention", "pytorch_tabnet", "e3nn",
+            "stable_baselines3")
 
 TIMM = """
 resnet10t resnet18 efficientnet_b0 efficientnet_lite0 mobilenetv2_050 mobilenetv3_small_050 mobilenetv4_conv_small ghostnet_100 ghostnetv2_100 regnetx_002 regnety_002 rexnet_100
@@ -146,6 +147,9 @@ MIX = {
     "pytorch_tabnet": "sparsemax entmax".split(),
     "e3nn": "linear tensor-product gate".split(),
 }
+# the "rl" set (2026-12-05, measured before any change for it): Stable-Baselines3's policies (distributions over
+# actions: categorical, diagonal Gaussian, squashed Gaussian; a Q-network's argmax)
+RL = "ppo-discrete ppo-box dqn sac".split()
 
 
 def all_names() -> list[str]:
@@ -171,6 +175,7 @@ def all_names() -> list[str]:
     names += [f"mambapy:{n}" for n in MAMBAPY]
     names += [f"{package}:{n}" for package, models in LUCID2.items() for n in models]
     names += [f"{package}:{n}" for package, models in MIX.items() for n in models]
+    names += [f"stable_baselines3:{n}" for n in RL]
     return names
 
 
@@ -210,6 +215,7 @@ def build(name: str) -> Built:
         "mambapy": _mambapy,
         **{package: (lambda m, p=package: _lucid2(p, m)) for package in LUCID2},
         **{package: (lambda m, p=package: _mix(p, m)) for package in MIX},
+        "stable_baselines3": _sb3,
     }[family](model)
 
 
@@ -1193,3 +1199,26 @@ def _mix(package: str, name: str) -> Built:
         return Built(tp, [4, 6, 8], lambda b, s: ((torch.randn(b, s, 5), torch.randn(b, s, 5)), {}))
     gate = e3nn_nn.Gate("2x0e", [torch.relu], "1x0e", [torch.sigmoid], "1x1o")
     return Built(gate, [4, 6, 8], lambda b, s: ((torch.randn(b, s, 6),), {}))
+
+
+# ---------------------------------------------------------------- the rl set (2026-12-05)
+
+
+def _sb3(name: str) -> Built:
+    import numpy as np
+    import torch
+    from gymnasium import spaces
+    from stable_baselines3.common.policies import ActorCriticPolicy
+    from stable_baselines3.dqn.policies import DQNPolicy
+    from stable_baselines3.sac.policies import SACPolicy
+
+    observations = spaces.Box(-1.0, 1.0, (8,), np.float32)
+    box = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    schedule = lambda _: 3e-4  # noqa: E731
+    model = {
+        "ppo-discrete": lambda: ActorCriticPolicy(observations, spaces.Discrete(4), schedule),
+        "ppo-box": lambda: ActorCriticPolicy(observations, box, schedule),
+        "dqn": lambda: DQNPolicy(observations, spaces.Discrete(4), schedule),
+        "sac": lambda: SACPolicy(observations, box, schedule),
+    }[name]()
+    return Built(model, [8], lambda b, s: ((torch.randn(b * 4, s),), {}))  # observations of 8 features
