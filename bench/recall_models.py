@@ -51,6 +51,12 @@ t5 mt5 bart mbart pegasus marian blenderbot led m2m_100 switch_transformers
 prophetnet mvp plbart bigbird_pegasus longt5 umt5 fsmt blenderbot-small nllb-moe
 """.split()
 
+# the "audio" set (2026-12-05, measured before any change for it): speech encoders on raw waveforms (masked in train
+# mode by SpecAugment-style time masks) and Whisper on a tiny log-mel input
+TRANSFORMERS_AUDIO = """
+wav2vec2 hubert wavlm data2vec-audio sew sew-d unispeech unispeech-sat wav2vec2-conformer whisper
+""".split()
+
 # vision types taking pixel_values at a tiny image size
 TRANSFORMERS_VISION = """
 vit deit beit dinov2 swin swinv2 convnext convnextv2 resnet segformer mobilevit mobilenet_v2 poolformer efficientnet bit pvt_v2
@@ -157,6 +163,7 @@ def all_names() -> list[str]:
     names += [f"transformers:{n}" for n in TRANSFORMERS_TEXT]
     names += [f"transformers-s2s:{n}" for n in TRANSFORMERS_SEQ2SEQ]
     names += [f"transformers-vision:{n}" for n in TRANSFORMERS_VISION]
+    names += [f"transformers-audio:{n}" for n in TRANSFORMERS_AUDIO]
     names += [f"monai:{n}" for n in MONAI]
     names += [f"diffusers:{n}" for n in DIFFUSERS]
     names += [f"torch_geometric:{n}" for n in PYG]
@@ -197,6 +204,7 @@ def build(name: str) -> Built:
         "transformers": _hf_text,
         "transformers-s2s": _hf_seq2seq,
         "transformers-vision": _hf_vision,
+        "transformers-audio": _hf_audio,
         "monai": _monai,
         "diffusers": _diffusers,
         "torch_geometric": _pyg,
@@ -373,6 +381,26 @@ def _hf_seq2seq(model_type: str) -> Built:
         }
 
     return Built(model, [8, 12, 16], make)
+
+
+def _hf_audio(model_type: str) -> Built:
+    import torch
+    from transformers import AutoModel
+
+    if model_type == "whisper":
+        cfg = _tiny_config(model_type, dict(num_mel_bins=16, max_source_positions=16, max_target_positions=32,
+                                            encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                            decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64))
+        model = AutoModel.from_config(cfg)
+        # Whisper's encoder takes exactly 2 x max_source_positions frames: the decoder's length varies
+        return Built(model, [4, 6, 8], lambda b, s: ((), {
+            "input_features": torch.randn(b, 16, 32), "decoder_input_ids": torch.randint(3, 99, (b, s))}))
+    cfg = _tiny_config(model_type, dict(
+        conv_dim=(16, 16, 16), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2), num_feat_extract_layers=3,
+        num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, mask_time_prob=0.05, mask_time_length=2,
+    ))
+    model = AutoModel.from_config(cfg)
+    return Built(model, [400, 600, 800], lambda b, s: ((torch.randn(b, s),), {}))  # samples: 20 to 40 frames
 
 
 def _hf_vision(model_type: str) -> Built:
