@@ -87,6 +87,9 @@ def main() -> int:
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--full-parse", action="store_true", help="give libcst every file whole (no sparse parse)")
     args = parser.parse_args()
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        parser.error(f"no such file or directory: {', '.join(missing)}")
     _instrument()
     if args.full_parse:
         runner.Engine = functools.partial(engine.Engine, sparse=False)
