@@ -54,14 +54,8 @@ class Sizes:
             if (method == "size" and len(expr.args) == 1 and len(positional) == 1) or (method == "numel" and not expr.args):
                 return self._tensor(expr.func.value)
             return None
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max"):
-            # `min(seq_len, bucket_size)`: still a symbolic int (a size or a constant, per call)
-            if len(expr.args) >= 2 and not any(a.star or a.keyword is not None for a in expr.args):
-                for arg in expr.args:
-                    found = self.of(arg.value, depth + 1)
-                    if found is not None:
-                        return found
-            return None
+        if _min_max_args(expr) is not None:  # `min(seq_len, bucket_size)`: still a symbolic int
+            return next((f for f in (self.of(a, depth + 1) for a in _min_max_args(expr)) if f is not None), None)
         if isinstance(expr, cst.Name):
             reach = self._reaching(expr)
             if reach is not None:  # `bucket = min(seq_len, bucket)` re-binds a parameter: what reaches this read
@@ -76,10 +70,8 @@ class Sizes:
         ``n // 2``, a cap does not keep ``n / cap`` fixed as ``n`` changes."""
         if depth > 3:
             return None
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max"):
-            args = [a.value for a in expr.args if a.keyword is None and not a.star]
-            if len(args) != len(expr.args) or len(args) < 2:
-                return None
+        args = _min_max_args(expr)
+        if args is not None:
             found = [self.of(a) for a in args]
             return next((f for f in found if f is not None), None) if not all(found) else None
         if isinstance(expr, cst.Name):
@@ -114,21 +106,8 @@ class Sizes:
             if self._callee(expr.func) in _TO_INT:
                 return self._float_of_size(expr.args[0].value, depth + 1)
             return None
-        if isinstance(expr, cst.Name):
-            values = self.ctx.bindings().get(expr.value)
-            if not values:
-                return None
-            shapes = iter(self.unpacked.get(expr.value, ()))
-            found = None
-            for value in values:
-                if value is None:  # unpacking: only `n, m = a, int(sqrt(k))` pairs an element with the name
-                    shape = next(shapes, None)
-                    found = self.through_float_math(shape.element, depth + 1) if isinstance(shape, _Paired) else None
-                else:
-                    found = self.through_float_math(value, depth + 1)
-                if found is None:
-                    return None
-            return found
+        if isinstance(expr, cst.Name):  # unpacking: only `n, m = a, int(sqrt(k))` pairs an element with the name
+            return self._every_binding(expr.value, lambda v: self.through_float_math(v, depth + 1))
         return None
 
     def _float_of_size(self, expr: cst.BaseExpression, depth: int) -> Optional[tuple[str, str]]:
@@ -161,20 +140,27 @@ class Sizes:
         return name if "." in name or name in self.ctx.file.aliases else f"builtins.{name}"
 
     def _name(self, name: str, depth: int) -> Optional[str]:
+        # unpacking, a parameter, `+=`, `for`: only `a, b = x.shape` is known
+        return self._every_binding(name, lambda v: self.of(v, depth + 1), self._whole_shape)
+
+    def _every_binding(self, name: str, judge, whole=None):
+        """What ``judge`` says of every binding of ``name`` in the function (the last answer), or None when
+        it says None of one. A binding by unpacking is judged by the element paired with the name
+        (``N, H = x.size(0), self.heads``), else by ``whole`` of the unpacked value (``B, C = x.shape``)."""
         values = self.ctx.bindings().get(name)
         if not values:
             return None
         shapes = iter(self.unpacked.get(name, ()))
         found = None
         for value in values:
-            if value is None:  # unpacking, a parameter, `+=`, `for`: only `a, b = x.shape` is known
+            if value is None:
                 shape = next(shapes, None)
-                if isinstance(shape, _Paired):  # `N, H = x.size(0), self.heads`: N's own element
-                    found = self.of(shape.element, depth + 1)
+                if isinstance(shape, _Paired):
+                    found = judge(shape.element)
                 else:
-                    found = self._whole_shape(shape) if shape is not None else None
+                    found = whole(shape) if whole is not None and shape is not None else None
             else:
-                found = self.of(value, depth + 1)
+                found = judge(value)
             if found is None:
                 return None
         return found
@@ -203,6 +189,15 @@ class Sizes:
         if not self.ctx.is_tensor(expr):
             return None
         return self.ctx.code(expr).strip()
+
+
+def _min_max_args(expr: cst.BaseExpression) -> Optional[list]:
+    """The arguments of ``min(a, b, ...)`` / ``max(...)`` with two or more plain positional ones, else None."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max")):
+        return None
+    if len(expr.args) < 2 or any(a.star or a.keyword is not None for a in expr.args):
+        return None
+    return [a.value for a in expr.args]
 
 
 class _Paired:
