@@ -65,6 +65,12 @@ def _instrument() -> None:
     _timed(model_mod.Project, "propagate", "project linking (propagation)")
     _timed(engine.Engine, "_screen", "screen (rules per file)")
     _timed(engine.Engine, "_plan", "sparse plan (what libcst parses)")
+    engine.parse_outline = _timed(engine, "parse_outline", "CPython parse + outline (linted files)")
+    engine.mark_compiled = _timed(engine, "mark_compiled", "per-file setup (compiled marks, project facts, eager/dead code)")
+    engine.apply_project = _timed(engine, "apply_project", "per-file setup (compiled marks, project facts, eager/dead code)")
+    engine.eager_nodes = _timed(engine, "eager_nodes", "per-file setup (compiled marks, project facts, eager/dead code)")
+    engine.dead_nodes = _timed(engine, "dead_nodes", "per-file setup (compiled marks, project facts, eager/dead code)")
+    _timed(model_mod.Project, "drop_bodies", "dropping the summaries' bodies")
     parse = _timed(cst, "parse_module", "libcst parse")
 
     def counting_parse(text, *args, **kwargs):

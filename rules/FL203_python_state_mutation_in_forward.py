@@ -73,7 +73,9 @@ def _clamped_update(stmt: cst.CSTNode) -> Optional[str]:
             return any(parts)
         return None
 
-    return attr if numeric(stmt.value) else None
+    found = attr if numeric(stmt.value) else None
+    del numeric  # a nested function that calls itself is a reference cycle: gone now, not at the next collection
+    return found
 
 
 _DOCS = """

@@ -67,6 +67,7 @@ def _equality_checked(statements, ctx) -> frozenset:
                 call = small.value
                 if call.args and call.args[0].keyword is None:
                     note(call.args[0].value)
+    del note  # a nested function that calls itself is a reference cycle (it holds ctx, and so the file's tree)
     return frozenset(found)
 
 

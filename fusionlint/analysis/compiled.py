@@ -39,27 +39,29 @@ def _forward_replaced(cls: ClassInfo, index: FileIndex) -> bool:
 
 def classify_classes(index: FileIndex, project: Optional[ProjectIndex]) -> None:
     """Set ClassInfo.kind for every top-level class of the file."""
-
-    def kind_of(cls: ClassInfo, seen: frozenset[str]) -> Optional[str]:
-        for base in cls.bases:
-            if is_torch_module_base(base):
-                return "module"
-            if is_autograd_function_base(base):
-                return "autograd_function"
-            local = index.classes.get(base)
-            if local is not None and local.name not in seen:
-                found = kind_of(local, seen | {local.name})
-                if found:
-                    return found
-                continue
-            if project is not None and local is None:
-                found = project.class_kind(base.rsplit(".", 1)[-1])
-                if found:
-                    return found
-        return None
-
     for cls in index.classes.values():
-        cls.kind = kind_of(cls, frozenset({cls.name}))
+        cls.kind = _kind_of(index, project, cls, frozenset({cls.name}))
+
+
+def _kind_of(index: FileIndex, project: Optional[ProjectIndex], cls: ClassInfo, seen: frozenset[str]) -> Optional[str]:
+    # module-level, not a closure: a nested function calling itself is a reference cycle that kept the
+    # file's index and libcst tree alive until the cyclic collector ran
+    for base in cls.bases:
+        if is_torch_module_base(base):
+            return "module"
+        if is_autograd_function_base(base):
+            return "autograd_function"
+        local = index.classes.get(base)
+        if local is not None and local.name not in seen:
+            found = _kind_of(index, project, local, seen | {local.name})
+            if found:
+                return found
+            continue
+        if project is not None and local is None:
+            found = project.class_kind(base.rsplit(".", 1)[-1])
+            if found:
+                return found
+    return None
 
 
 def _method(index: FileIndex, cls: ClassInfo, name: str, seen: frozenset[str] = frozenset()) -> Optional[FunctionInfo]:

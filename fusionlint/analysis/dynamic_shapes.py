@@ -605,4 +605,5 @@ def _plain_bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
                 found.setdefault(node.target.value, []).append(node.value)
         else:  # AugAssign, For
             _opaque(node.target)
+    del _opaque  # a nested function that calls itself is a reference cycle: gone now, not at the next collection
     return found

@@ -204,6 +204,16 @@ class FileIndex:
     # names (as this file's imports resolve them) of project classes that subclass torch.Tensor
     tensor_classes: frozenset[str] = frozenset()
 
+    def release(self) -> None:
+        """Break the links between classes and their methods, and drop the lazily computed facts, once
+        the file's rules are done: they are reference cycles, which would keep the libcst tree alive
+        until the cyclic collector runs (fusionlint.engine lints a file with it switched off)."""
+        for fn in self.functions.values():
+            fn.cls = fn.parent = fn._facts = fn._bindings = None
+        for cls in self.classes.values():
+            cls.methods = {}
+        self.records = {}
+
 
 _BUFFER_CALLS = ("register_buffer",)
 _PARAM_CALLS = ("register_parameter",)

@@ -324,27 +324,30 @@ def _weakly_derived(nodes, weak: set[str], params: set[str], ctx) -> set[str]:
             for name in target_names(target):
                 sources.setdefault(name, []).append(value)
     derived: set[str] = set()
-
-    def copies(value) -> bool:
-        if isinstance(value, cst.Name):
-            return value.value in weak or value.value in derived
-        if isinstance(value, cst.Subscript):
-            return copies(value.value)
-        if isinstance(value, cst.BinaryOperation):  # the other operand a number or a size, no tensor
-            left, right = copies(value.left), copies(value.right)
-            return (left or right) and (left or not ctx.is_tensor(value.left)) and (right or not ctx.is_tensor(value.right))
-        if isinstance(value, cst.UnaryOperation):
-            return copies(value.expression)
-        return False
-
     changed = True
     while changed:
         changed = False
         for name, values in sources.items():
-            if name not in derived and name not in params and all(v is not None and copies(v) for v in values):
+            if name not in derived and name not in params and all(v is not None and _copies(v, weak, derived, ctx) for v in values):
                 derived.add(name)
                 changed = True
     return derived
+
+
+def _copies(value, weak: set[str], derived: set[str], ctx) -> bool:
+    """Is ``value`` a copy of, index into, or number arithmetic on weak or derived names?
+    (Module-level, not a closure: a nested function that calls itself is a reference cycle, which
+    kept each file's context and libcst tree alive until the cyclic collector ran.)"""
+    if isinstance(value, cst.Name):
+        return value.value in weak or value.value in derived
+    if isinstance(value, cst.Subscript):
+        return _copies(value.value, weak, derived, ctx)
+    if isinstance(value, cst.BinaryOperation):  # the other operand a number or a size, no tensor
+        left, right = _copies(value.left, weak, derived, ctx), _copies(value.right, weak, derived, ctx)
+        return (left or right) and (left or not ctx.is_tensor(value.left)) and (right or not ctx.is_tensor(value.right))
+    if isinstance(value, cst.UnaryOperation):
+        return _copies(value.expression, weak, derived, ctx)
+    return False
 
 
 def _mentions_tensor(value: cst.BaseExpression, weak: set[str], ctx) -> bool:

@@ -321,6 +321,9 @@ def _branch_conditions(body: list[ast.stmt], params: frozenset[str], with_self: 
 
     docstring = body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
     walk(body[1:] if docstring else body, (), True, True)
+    # a nested function that calls itself is a reference cycle (the function, its own cell): cleared
+    # here, so that what it holds goes as soon as this returns, not at the next cyclic collection
+    del walk
     return out
 
 
@@ -414,7 +417,9 @@ def _bool_items(returns: list[ast.expr], values, body_nodes: list[ast.AST], alia
             return func.attr in _SHAPE_METHODS and boolean(func.value, depth + 1)
         return False
 
-    return frozenset(i for i in range(size) if all(boolean(r.elts[i]) for r in returns)) or NO_POSITIONS
+    found = frozenset(i for i in range(size) if all(boolean(r.elts[i]) for r in returns)) or NO_POSITIONS
+    del boolean  # a reference cycle otherwise (see _branch_conditions)
+    return found
 
 
 def _bound_names(target: ast.expr) -> list[str]:
