@@ -1,0 +1,108 @@
+"""Summaries made ahead, in forked workers, while the run reads and indexes the files.
+
+Summarising (CPython's parse and the summary walk) is most of what a run does before it can lint
+anything, and it ran in one process: on timm + transformers the parent spent about 25 of the cold
+run's 62 wall seconds alone, with the second core idle. Each file's summary depends on its text and
+module name only, so workers forked at the start (when the process holds nothing large) make them
+for contiguous slices of the files (a few per worker, so that the run takes in the first ones while
+the workers make the rest), and the run takes each one where it would have summarised the file
+itself, after checking that it was made from the very text the run read (``text_hash``: the forked
+workers hash strings as the parent does). A summary crosses the process boundary pickled, which keeps
+one object per distinct value only within a slice: ``summary.adopt`` makes the values it holds the
+ones this process's summaries share (interned names, one object per equal tuple), so the model
+takes the memory it took when this process made every summary.
+
+Anything that goes wrong in a worker (it dies, a file cannot be read there) only means the run
+summarises those files itself, as it did before.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Callable, Optional
+
+from fusionlint.files import SourceError, read_source_encoded
+from fusionlint.project.model import module_name
+from fusionlint.project.summary import FileSummary, adopt, summarize
+
+# Fewer files than this: the workers' start costs more than it saves.
+MIN_FILES = 64
+SLICES_PER_WORKER = 4
+
+
+class SummariesAhead:
+    """``get(shown)``: the summary a worker made of that file (waiting for its slice), or None."""
+
+    def __init__(self, files: list[Path], shown_as: Callable[[Path], str], workers: int) -> None:
+        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        self._slice_of: dict[str, int] = {}
+        self._slices: list[Optional[Future]] = []
+        self._done: dict[int, dict[str, FileSummary]] = {}
+        for number, part in enumerate(_balanced(files, workers * SLICES_PER_WORKER)):
+            jobs = [(path, shown_as(path)) for path in part]
+            for _, shown in jobs:
+                self._slice_of[shown] = number
+            self._slices.append(self._pool.submit(_summarise_slice, jobs))
+
+    @classmethod
+    def start(cls, files: list[Path], shown_as: Callable[[Path], str], workers: int) -> Optional["SummariesAhead"]:
+        if workers <= 1 or len(files) < MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        return cls(files, shown_as, workers)
+
+    def get(self, shown: str) -> Optional[FileSummary]:
+        number = self._slice_of.pop(shown, None)
+        if number is None:
+            return None
+        made = self._done.get(number)
+        if made is None:
+            future, self._slices[number] = self._slices[number], None  # (a done future keeps its result)
+            try:
+                made = dict(future.result())
+            except Exception:  # a worker died or failed: the run summarises those files itself
+                made = {}
+            del future
+            self._done[number] = made
+        found = made.pop(shown, None)
+        return adopt(found) if found is not None else None
+
+    def close(self) -> None:
+        for future in self._slices:
+            if future is not None:
+                future.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._done.clear()
+
+
+def _balanced(files: list[Path], parts: int) -> list[list[Path]]:
+    """``files`` cut into ``parts`` contiguous slices of about equal size in bytes."""
+    sizes = []
+    for path in files:
+        try:
+            sizes.append(os.stat(path).st_size)
+        except OSError:
+            sizes.append(0)
+    total = sum(sizes) or 1
+    out: list[list[Path]] = [[] for _ in range(parts)]
+    seen = 0
+    for path, size in zip(files, sizes):
+        out[min(parts - 1, (2 * seen + size) * parts // (2 * total))].append(path)  # by its middle byte
+        seen += size
+    return [part for part in out if part]
+
+
+def _summarise_slice(jobs: list[tuple[Path, str]]) -> list[tuple[str, FileSummary]]:
+    out = []
+    for path, shown in jobs:
+        try:
+            text, _ = read_source_encoded(path)
+        except (SourceError, OSError):
+            continue  # the run reads it, and reports why it cannot
+        module, is_package = module_name(path)
+        made = summarize(text, shown, module, is_package)
+        if made is not None:
+            out.append((shown, made))
+    return out
