@@ -485,11 +485,17 @@ class CacheSession:
     def propagate(self, model) -> None:
         """Compute the propagated facts now (before workers fork) and keep them for the next run."""
         model.propagate()
-        if not self._facts_loaded and self._facts_key is not None:
+        if self._facts_key is None:
+            return
+        if not self._facts_loaded:
             facts, probes = model.export_facts(), model.export_probes()
-            if facts is not None and probes is not None:
-                self.store.save("facts", self._facts_key, {"facts": facts, "probes": probes})
-        if self._state is not None and _is_facts(self.store.load("facts", self._facts_key)):
+            stored = facts is not None and probes is not None and self.store.save(
+                "facts", self._facts_key, {"facts": facts, "probes": probes})
+        else:  # read from the entry, or the last run's saved under this key (finish_model)
+            stored = self.store.path("facts", self._facts_key).exists()
+        # (not by loading the entry back: a second copy of every fact, 18 MiB on timm + transformers,
+        # made the cold run's peak)
+        if self._state is not None and stored:
             self.store.save_file(self.store.base / "state.pickle", self._state)  # the next run compares with it
 
     # -- 4. linting with the questions recorded ---------------------------------------------------------

@@ -105,12 +105,13 @@ class Store:
         except Exception:  # a class renamed since (the format number should have moved): absent
             return None
 
-    def save(self, kind: str, key: str, value: Any) -> None:
-        self.save_file(self.path(kind, key), value)
+    def save(self, kind: str, key: str, value: Any) -> bool:
+        return self.save_file(self.path(kind, key), value)
 
-    def save_file(self, path: Path, value: Any) -> None:
+    def save_file(self, path: Path, value: Any) -> bool:
+        """Write ``value`` there (atomically); False when it could not be written."""
         if not self._prepare():
-            return
+            return False
         if not self._pruned:
             self._pruned = True
             self.prune()
@@ -119,7 +120,8 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_atomic(path, FORMAT + digest(payload).encode("ascii") + payload)
         except OSError:
-            pass
+            return False
+        return True
 
     def mark_used(self) -> None:
         """Note that this run used its generation (the folder's time is what ``prune`` reads)."""
