@@ -119,6 +119,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     # (tests/test_reference_cycles.py); one collection at the end frees what else does.
     cyclic_gc = gc.isenabled()
     gc.disable()
+    ahead: Optional[SummariesAhead] = None
     try:
         sources: list[_Source] = []
         snapshots: dict[Path, Snapshot] = {}
@@ -127,7 +128,8 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         shown_as = DisplayPaths(settings.root)
         # without the cache, forked workers summarise the files while this process reads and indexes them
         # (with it, most summaries of a later run come from the cache instead)
-        ahead = SummariesAhead.start(files, shown_as, _jobs(options)) if cache is None and not options.fix else None
+        if cache is None and not options.fix:
+            ahead = SummariesAhead.start(files, shown_as, _jobs(options))
         waiting: list[tuple[str, Path, int]] = []  # (shown, path, hash of the text read): summarised ahead
         for path in files:
             shown = shown_as(path)
@@ -191,6 +193,8 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
                 model.drop_bodies()
             cache.instrument(engine)
     finally:
+        if ahead is not None:  # (closed already, unless something above raised)
+            ahead.close()
         if cyclic_gc:
             gc.enable()
     gc.collect()  # before the freeze below, which would keep that garbage for the rest of the run
