@@ -126,10 +126,13 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         project = ProjectIndex()
         model = Project()
         shown_as = DisplayPaths(settings.root)
-        # without the cache, forked workers summarise the files while this process reads and indexes them
-        # (with it, most summaries of a later run come from the cache instead)
+        # forked workers summarise the files while this process reads and indexes them (with the cache,
+        # those whose summary it does not hold, and they store what they make there)
         if cache is None and not options.fix:
             ahead = SummariesAhead.start(files, shown_as, _jobs(options))
+        elif cache is not None:
+            missing, keeper = cache.to_summarise(files)
+            ahead = SummariesAhead.start(missing, shown_as, _jobs(options), keeper=keeper)
         waiting: list[tuple[str, Path, int]] = []  # (shown, path, hash of the text read): summarised ahead
         for path in files:
             shown = shown_as(path)
@@ -149,7 +152,10 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
                 continue
             if cache is not None:
                 cache.add_to_index(project, shown, text, reread=_Reread(path))
-                cache.add_linted(model, project, shown, path, text)
+                if ahead is not None and shown in ahead:
+                    waiting.append((shown, path, hash(text)))
+                else:
+                    cache.add_linted(model, project, shown, path, text)
             else:
                 project.add_file(shown, text, reread=_Reread(path))
                 if ahead is None:
@@ -162,16 +168,19 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             try:
                 for shown, path, text_hash in waiting:
                     made = ahead.get(shown)
-                    if made is not None and made.text_hash == text_hash:
-                        model.add_summary(made)
-                        continue
-                    # the worker could not make it, or the file changed since (its lint reports that)
-                    try:
-                        model.add(shown, path, read_source_encoded(path)[0])
-                    except (SourceError, OSError):
-                        continue  # unreadable now: its lint reports why
+                    if cache is not None:
+                        if made is None or not cache.add_made(model, project, shown, text_hash, made):
+                            _summarise_late(cache, model, project, shown, path)
+                    elif made is not None and made[0].text_hash == text_hash:
+                        model.add_summary(made[0])
+                    else:  # the worker could not make it, or the file changed since (its lint reports that)
+                        _summarise_late(None, model, project, shown, path)
             finally:
                 ahead.close()
+            # as if each file had been added in turn (the first file of a module name is its module, and
+            # the cache compares the model's files in order with the last run's)
+            model.reorder([s.shown for s in sources])
+            _return_free_memory()  # the workers' pickles, before the propagation grows the process
         if cache is not None:
             cache.finish_model(model, project)
         else:
@@ -217,6 +226,19 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     if cache is not None:
         cache.finish()
     return out
+
+
+def _summarise_late(cache: Optional[CacheSession], model, project, shown: str, path: Path) -> None:
+    """Summarise a file read earlier whose summary the workers did not make: read again, so its text
+    need not be kept meanwhile; unreadable now, its lint reports why."""
+    try:
+        text = cache.read(path, shown)[0] if cache is not None else read_source_encoded(path)[0]
+    except (SourceError, OSError):
+        return
+    if cache is not None:
+        cache.add_linted(model, project, shown, path, text)
+    else:
+        model.add(shown, path, text)
 
 
 def _merge(out: Run, runs: list[Run]) -> None:

@@ -336,6 +336,32 @@ class CacheSession:
         model.name_index = index  # before the facts: a later change of index makes the model start over
         self._add(model, shown, path, text)
 
+    def to_summarise(self, linted: list[Path]) -> tuple[list[Path], SummaryKeeper]:
+        """The linted files whose summary is not in the cache (the ones a run summarises), and what
+        stores the summaries a worker makes of them (``fusionlint.project.ahead``)."""
+        paths, keys = [], {}
+        for path in linted:
+            f = self.files.get(self.shown.get(path, ""))
+            if f is None or f.digest is None:
+                continue
+            key = self._summary_key(f)
+            if not os.path.exists(self.store.path("summaries", key)):
+                paths.append(path)
+                keys[f.shown] = (f.digest, key)
+        return paths, SummaryKeeper(self.store, keys)
+
+    def add_made(self, model, index, shown: str, text_hash: int, made) -> bool:
+        """``add_linted`` with the summary a worker made and stored (``to_summarise``): False when it is
+        not one of the text the run read (that file changed in between), or the worker stored none."""
+        summary, stored_as = made
+        f = self.files.get(shown)
+        if stored_as is None or summary.text_hash != text_hash or f is None:
+            return False
+        model.name_index = index
+        self._summary_digests[shown] = stored_as
+        model.add_summary(summary)
+        return True
+
     def finish_model(self, model, index) -> None:
         """Fill ``model`` as ``runner._semantic_model`` does after the linted files (the rest of the
         project), from cached summaries where the content is unchanged, and load the propagation:
@@ -447,14 +473,7 @@ class CacheSession:
             except (OSError, SourceError):
                 return  # not linted, so not this run's error (as runner._semantic_model)
         model.add(shown, path, text)
-        summary = model.files.get(shown)
-        stored = None if summary is None else dataclasses.replace(summary, text_hash=0)
-        self._summary_digests[shown] = _summary_digest(stored)
-        # the function bodies apart: only a propagation reads them, and they are most of a summary's
-        # loading time (a run that reuses the last propagation never loads them)
-        self.store.save("summaries", key, (_without_bodies(stored), self._summary_digests[shown]))
-        if stored is not None:
-            self.store.save("bodies", key, _bodies(stored))
+        self._summary_digests[shown] = _store_summary(self.store, key, model.files.get(shown))
 
     def _fill_bodies(self, summary, key: str) -> bool:
         """Put the cached function bodies back into a summary loaded without them."""
@@ -524,6 +543,35 @@ class CacheSession:
             self.store.save_file(self.store.base / "manifest.pickle", self._manifest)
         if self._verified_dirty:
             self.store.save_file(self.store.base / "verified.pickle", self._verified)
+
+
+def _store_summary(store: Store, key: str, summary) -> str:
+    """Save a file's summary (None: it does not parse) under ``key``; the digest of its content."""
+    stored = None if summary is None else dataclasses.replace(summary, text_hash=0)
+    made = _summary_digest(stored)
+    # the function bodies apart: only a propagation reads them, and they are most of a summary's
+    # loading time (a run that reuses the last propagation never loads them)
+    store.save("summaries", key, (_without_bodies(stored), made))
+    if stored is not None:
+        store.save("bodies", key, _bodies(stored))
+    return made
+
+
+class SummaryKeeper:
+    """What a worker of ``fusionlint.project.ahead`` runs after each summary it makes: stores it as
+    ``CacheSession._add`` would, if the bytes it read are those the scan digested (a file changed
+    since must not be stored under the old content's key). Returns the summary's digest, or None
+    when it stored nothing (the run then summarises the file itself)."""
+
+    def __init__(self, store: Store, keys: dict[str, tuple[str, str]]) -> None:
+        self.store = store
+        self.keys = keys  # display path -> (the content digest scanned, the summary's key)
+
+    def __call__(self, shown: str, data: bytes, summary) -> Optional[str]:
+        expected = self.keys.get(shown)
+        if expected is None or digest(data) != expected[0]:
+            return None
+        return _store_summary(self.store, expected[1], summary)
 
 
 def _without_bodies(summary):

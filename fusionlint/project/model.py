@@ -159,6 +159,16 @@ class Project:
         self.modules.setdefault(summary.module, summary)
         self._forget()
 
+    def reorder(self, shown_in_order: list[str]) -> None:
+        """The model as if its files had been added in this order (others after, as they are): which
+        file of a module name is its module goes by order. For summaries taken in out of order."""
+        files = {shown: self.files[shown] for shown in shown_in_order if shown in self.files}
+        files.update(self.files)
+        self.files, self.modules = files, {}
+        for summary in files.values():
+            self.modules.setdefault(summary.module, summary)
+        self._forget()
+
     def export_facts(self) -> Optional[dict[tuple[str, str], FunctionFacts]]:
         """The propagated facts, if computed (to be saved and handed to ``import_facts`` later)."""
         return self._facts
