@@ -16,6 +16,7 @@ the largest resident set of one process of that tree (not their sum), both as GN
 
 - cold: no cache. fusionlint with --no-cache when its CLI has that flag (after `fusionlint clean`
   when that exists); Ruff with --no-cache.
+- first: the default run (with the cache) on a tree with no cache yet; it writes the cache.
 - warm: a second run over the unchanged tree with the cache that a first (not shown) run wrote.
 - edit: after appending a function to one file (timm/layers/mlp.py, imported across timm).
 Fixit and TorchFix have no cache: their warm and edit runs would repeat the cold one, so only cold is run.
@@ -241,6 +242,8 @@ def bench(args: argparse.Namespace) -> int:
                 continue
             dirs = subsets[subset]
             cwd = CORPUS if subset == "full" else dirs[0].parent
+            if kind == "first":  # the default run on a tree with no cache yet: it writes the cache
+                tool.before("prime")
             if kind == "warm":
                 tool.before("prime")
                 measure(tool.command(dirs, "prime"), cwd, tool.count)  # writes the cache; not shown
@@ -331,7 +334,7 @@ def main() -> int:
                         help="where Fixit and TorchFix run (and fusionlint and Ruff again, to compare): "
                              "timm only (default), the full zoo, or not at all")
     parser.add_argument("--tools", default=None, help="comma-separated subset of: fusionlint, ruff, fixit, torchfix")
-    parser.add_argument("--runs", default="cold,warm,edit", help="comma-separated: cold, warm, edit")
+    parser.add_argument("--runs", default="cold,first,warm,edit", help="comma-separated: cold, first, warm, edit")
     parser.add_argument("--fractions", default="quarter,half,full", help="memory: which fractions of the zoo")
     parser.add_argument("--jobs", type=int, default=1, help="memory: fusionlint's --jobs (default 1: one process)")
     args = parser.parse_args()
