@@ -128,10 +128,12 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         shown_as = DisplayPaths(settings.root)
         # forked workers summarise the files while this process reads and indexes them (with the cache,
         # those whose summary it does not hold, and they store what they make there)
+        others: list[Path] = []  # the project's other files, which the model also summarises
         if cache is None and not options.fix:
-            ahead = SummariesAhead.start(files, shown_as, _jobs(options))
+            others = _other_project_files(files, settings, paths)
+            ahead = SummariesAhead.start(files + others, shown_as, _jobs(options))
         elif cache is not None:
-            missing, keeper = cache.to_summarise(files)
+            missing, keeper = cache.to_summarise()
             ahead = SummariesAhead.start(missing, shown_as, _jobs(options), keeper=keeper)
         waiting: list[tuple[str, Path, int]] = []  # (shown, path, hash of the text read): summarised ahead
         for path in files:
@@ -165,26 +167,27 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             sources.append(_Source(path, shown, encoding, hash(text)))
             out.result.paths.append(str(path.resolve()))
         if ahead is not None:
-            try:
-                for shown, path, text_hash in waiting:
-                    made = ahead.get(shown)
-                    if cache is not None:
-                        if made is None or not cache.add_made(model, project, shown, text_hash, made):
-                            _summarise_late(cache, model, project, shown, path)
-                    elif made is not None and made[0].text_hash == text_hash:
-                        model.add_summary(made[0])
-                    else:  # the worker could not make it, or the file changed since (its lint reports that)
-                        _summarise_late(None, model, project, shown, path)
-            finally:
-                ahead.close()
+            for shown, path, text_hash in waiting:
+                made = ahead.get(shown)
+                if cache is not None:
+                    if made is None or not cache.add_made(model, project, shown, text_hash, made):
+                        _summarise_late(cache, model, project, shown, path)
+                elif made is not None and made[0].text_hash == text_hash:
+                    model.add_summary(made[0])
+                else:  # the worker could not make it, or the file changed since (its lint reports that)
+                    _summarise_late(None, model, project, shown, path)
             # as if each file had been added in turn (the first file of a module name is its module, and
             # the cache compares the model's files in order with the last run's)
             model.reorder([s.shown for s in sources])
-            _return_free_memory()  # the workers' pickles, before the propagation grows the process
         if cache is not None:
-            cache.finish_model(model, project)
-        else:
+            cache.finish_model(model, project, ahead)
+        elif options.fix:
             model = _semantic_model(model, settings, paths)
+        else:
+            _add_others(model, others, shown_as, ahead)
+        if ahead is not None:
+            ahead.close()
+            _return_free_memory()  # the workers' pickles, before the propagation grows the process
         engine = Engine(rules, project, model, target_torch=torch_version)
         model.propagate()  # once, here: forked workers share the result instead of each computing it
         if cache is None and not options.fix:  # no summary changes from here on (the cache keeps whole ones)
@@ -256,24 +259,38 @@ def _semantic_model(model: Project, settings: Settings, paths: Sequence[str] = (
     """The project model over every Python file of the project, not only the linted ones (already in
     ``model``): a linted file's answers must not depend on which other files were named (pre-commit
     names staged files)."""
+    _add_others(model, _other_project_files([], settings, paths), DisplayPaths(settings.root))
+    return model
+
+
+def _other_project_files(linted: list[Path], settings: Settings, paths: Sequence[str]) -> list[Path]:
+    """The project's Python files other than ``linted``, in the order found (see ``_semantic_model``)."""
     try:
         everything, _ = discover(
             index_scope(paths, settings), root=settings.root, exclude=settings.exclude,
             extend_exclude=settings.extend_exclude, respect_gitignore=settings.respect_gitignore,
         )
     except (OSError, ValueError, UsageError):  # an unreadable root: the linted files alone
-        return model
-    shown_as = DisplayPaths(settings.root)
-    for path in everything:
+        return []
+    named = {os.path.realpath(p) for p in linted}
+    return [path for path in everything if path.suffix == ".py" and os.path.realpath(path) not in named]
+
+
+def _add_others(model: Project, others: list[Path], shown_as, ahead=None) -> None:
+    """Summarise the project's other files into ``model`` (from ``ahead``'s workers where they made one)."""
+    for path in others:
         shown = shown_as(path)
-        if model.has(shown) or path.suffix != ".py":
+        if model.has(shown):
+            continue
+        made = ahead.get(shown) if ahead is not None else None
+        if made is not None:  # (no text was read here to compare with: the worker's read is the one)
+            model.add_summary(made[0])
             continue
         try:
             text, _ = read_source_encoded(path)
         except SourceError:
             continue  # not linted, so not this run's error
         model.add(shown, path, text)
-    return model
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,13 @@ def test_a_file_changed_after_it_was_read_is_its_error_and_the_others_are_checke
     root = _project(tmp_path)
     (root / "pkg" / "a.py").write_text(BAD)
     (root / "pkg" / "b.py").write_text(BAD)
-    build_model = runner._semantic_model
+    build_model = runner._add_others
 
-    def edit_then_build(model, settings, paths=()):  # between the reading pass and the linting pass
+    def edit_then_build(*args, **kwargs):  # between the reading pass and the linting pass
         (root / "pkg" / "a.py").write_text(BAD.replace("x.sum()", "x.mean()"))
-        return build_model(model, settings, paths)
+        return build_model(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "_semantic_model", edit_then_build)
+    monkeypatch.setattr(runner, "_add_others", edit_then_build)
     outcome = run([str(root / "pkg")], load_settings(root), RunOptions(jobs=1))
     assert [(e.path, e.message) for e in outcome.result.errors] == [
         ("pkg/a.py", "changed while fusionlint was checking it: not checked (run again)")
@@ -45,13 +45,13 @@ def test_a_file_changed_after_it_was_read_is_its_error_and_the_others_are_checke
 def test_a_file_deleted_after_it_was_read_is_its_error(tmp_path, monkeypatch):
     root = _project(tmp_path)
     (root / "pkg" / "a.py").write_text(BAD)
-    build_model = runner._semantic_model
+    build_model = runner._add_others
 
-    def delete_then_build(model, settings, paths=()):
+    def delete_then_build(*args, **kwargs):
         (root / "pkg" / "a.py").unlink()
-        return build_model(model, settings, paths)
+        return build_model(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "_semantic_model", delete_then_build)
+    monkeypatch.setattr(runner, "_add_others", delete_then_build)
     outcome = run([str(root / "pkg")], load_settings(root), RunOptions(jobs=1))
     assert [e.path for e in outcome.result.errors] == ["pkg/a.py"]
     assert outcome.result.errors[0].message.startswith("cannot read file:")

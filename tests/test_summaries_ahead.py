@@ -169,3 +169,22 @@ def test_summaries_taken_from_workers_keep_the_files_in_order(tmp_path, few_file
     assert _findings(two, 2, cache=True) == expected
     assert taken[0] == 2
     assert _cached_state(two)["files"] == _cached_state(one)["files"]
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_the_project_files_not_linted_are_summarised_ahead_too(tmp_path, few_files_are_enough, taken, cache):
+    """pre-commit names a few files; the model still summarises the whole project (its other files)."""
+    (tmp_path / "one").mkdir(), (tmp_path / "two").mkdir()
+    one, two = _project(tmp_path / "one"), _project(tmp_path / "two")
+
+    def lint(root: Path, jobs: int):
+        outcome = run([str(root / "pkg" / "m01.py")], load_settings(root), RunOptions(jobs=jobs, cache=cache))
+        return [(f.path, f.line, f.code, f.message, f.context) for f in outcome.result.findings]
+
+    expected = lint(one, 1)
+    assert taken[0] == 0
+    assert lint(two, 2) == expected
+    assert taken[0] == 31  # the named file and the 30 others that parse
+    assert {"FL102", "FL301"} <= {code for _, _, code, _, _ in expected}
+    if cache:
+        assert _cached_state(two)["files"] == _cached_state(one)["files"]

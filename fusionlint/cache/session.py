@@ -336,17 +336,16 @@ class CacheSession:
         model.name_index = index  # before the facts: a later change of index makes the model start over
         self._add(model, shown, path, text)
 
-    def to_summarise(self, linted: list[Path]) -> tuple[list[Path], SummaryKeeper]:
-        """The linted files whose summary is not in the cache (the ones a run summarises), and what
-        stores the summaries a worker makes of them (``fusionlint.project.ahead``)."""
+    def to_summarise(self) -> tuple[list[Path], SummaryKeeper]:
+        """The project's files (the linted ones first) whose summary is not in the cache (the ones a run
+        summarises), and what stores the summaries a worker makes of them (``fusionlint.project.ahead``)."""
         paths, keys = [], {}
-        for path in linted:
-            f = self.files.get(self.shown.get(path, ""))
-            if f is None or f.digest is None:
+        for f in self.files.values():
+            if f.digest is None or f.path.suffix != ".py":
                 continue
             key = self._summary_key(f)
             if not os.path.exists(self.store.path("summaries", key)):
-                paths.append(path)
+                paths.append(f.path)
                 keys[f.shown] = (f.digest, key)
         return paths, SummaryKeeper(self.store, keys)
 
@@ -362,16 +361,22 @@ class CacheSession:
         model.add_summary(summary)
         return True
 
-    def finish_model(self, model, index) -> None:
+    def finish_model(self, model, index, ahead=None) -> None:
         """Fill ``model`` as ``runner._semantic_model`` does after the linted files (the rest of the
-        project), from cached summaries where the content is unchanged, and load the propagation:
-        the one computed over exactly these summaries, else the last run's when what changed since
-        is nothing the propagation reads (``_compare_with_last_run``)."""
+        project), from cached summaries where the content is unchanged, else the summaries ``ahead``'s
+        workers made (and stored), and load the propagation: the one computed over exactly these
+        summaries, else the last run's when what changed since is nothing the propagation reads
+        (``_compare_with_last_run``)."""
         model.name_index = index
         # whenever the propagation runs (runner.run, or later in a worker): it reads the bodies
         model.before_propagation = lambda: self._bodies_for_propagation(model)
         for f in list(self.files.values()):
             if model.has(f.shown) or f.linted or f.path.suffix != ".py":
+                continue
+            made = ahead.get(f.shown) if ahead is not None else None
+            if made is not None and made[1] is not None:  # stored: made of the bytes scanned
+                self._summary_digests[f.shown] = made[1]
+                model.add_summary(made[0])
                 continue
             self._add(model, f.shown, f.path, None)
         # what the summaries say, not their files' text: an edit that leaves every summary as it was
