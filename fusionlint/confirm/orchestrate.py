@@ -199,19 +199,23 @@ def _enclosing_class(abs_path: str, line: int, cache: dict) -> Optional[str]:
         except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
             tree = None
         if tree is not None:
-            def walk(body, prefix):
-                for node in body:
-                    if isinstance(node, ast.ClassDef):
-                        name = f"{prefix}{node.name}"
-                        spans.append((node.lineno, node.end_lineno or node.lineno, name))
-                        walk(node.body, name + ".")
-            walk(tree.body, "")
+            _class_spans(tree.body, "", spans)
             cache[("toplevel", abs_path)] = {
                 n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
             }
         cache[abs_path] = spans
     inside = [s for s in cache[abs_path] if s[0] <= line <= s[1]]
     return max(inside, key=lambda s: s[0])[2] if inside else None
+
+
+def _class_spans(body: list, prefix: str, spans: list) -> None:
+    """(first line, last line, dotted name) of each class in ``body``, nested ones included (a module-level
+    function, not a closure calling itself: that would keep the file's tree alive in a reference cycle)."""
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            name = f"{prefix}{node.name}"
+            spans.append((node.lineno, node.end_lineno or node.lineno, name))
+            _class_spans(node.body, name + ".", spans)
 
 
 def collect_units(findings: list[Finding], root: Path, paths: Optional[list[str]] = None) -> list[Unit]:
