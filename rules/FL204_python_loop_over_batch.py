@@ -8,6 +8,7 @@ import libcst as cst
 
 from fusionlint.semantic.bindings import target_names
 from fusionlint.analysis.literals import int_literal
+from fusionlint.analysis.render import expression_code
 from fusionlint.analysis.walk import iter_nodes
 from fusionlint.rule import Effect, Invalid, Rule
 
@@ -84,7 +85,7 @@ class _Loop:
                 annotation = param.annotation
                 if annotation is None:
                     return False
-                text = cst.Module([]).code_for_node(annotation.annotation).replace(" ", "")
+                text = expression_code(annotation.annotation).replace(" ", "")
                 return text in ("Tensor", "torch.Tensor")
         return False  # *args, globals, closure variables
 

@@ -21,6 +21,7 @@ import libcst as cst
 
 from fusionlint.analysis.names import dotted as cst_dotted
 from fusionlint.analysis.names import through_aliases
+from fusionlint.analysis.render import expression_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +96,7 @@ def params_cst(fn: cst.FunctionDef) -> InitParams:
     for p in (*params.posonly_params, *params.params, *params.kwonly_params):
         annotation = None
         if p.annotation is not None:
-            text = cst.Module([]).code_for_node(p.annotation.annotation).strip()
+            text = expression_code(p.annotation.annotation).strip()
             annotation = text if text in ("int", "float") else "other"
         out.setdefault(p.name.value, (annotation, _cst_number(p.default) if p.default is not None else None))
     return out

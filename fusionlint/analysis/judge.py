@@ -15,6 +15,7 @@ import libcst as cst
 from fusionlint.semantic.bindings import target_names
 from fusionlint.semantic.is_compiling import false_while_compiling, true_while_compiling
 from fusionlint.analysis.names import through_aliases
+from fusionlint.analysis.render import expression_code
 from fusionlint.analysis.scope import function_nodes
 from fusionlint.semantic.tensors import NON_TENSOR_METHODS, TENSOR_ATTRS, torch_call_returns_tensor
 
@@ -276,7 +277,7 @@ def _weak_params(fn: cst.FunctionDef, ctx) -> frozenset[str]:
     names = {
         p.name.value
         for p in params
-        if p.annotation is None or "Tensor" not in cst.Module([]).code_for_node(p.annotation.annotation)
+        if p.annotation is None or "Tensor" not in expression_code(p.annotation.annotation)
     }
     if not names:
         return frozenset()

@@ -137,10 +137,21 @@ def descendants(root: cst.CSTNode, stops: frozenset, *, include_root: bool = Fal
         entry = flat.get(key)
         if entry is not None and entry[0] is root:
             return entry[1]
+        if type(root) is cst.FunctionDef and (stops == _SCOPES or stops == _DEFS_ONLY):
+            shared = _function_lists(root, flat, stops, include_root)
+            if shared is not None:
+                return shared
     out: list[cst.CSTNode] = []
     if include_root:
         out.append(root)
-    stack = children(root)
+    _flatten(children(root), stops, out)
+    if flat is not None:
+        flat[key] = (root, out)
+    return out
+
+
+def _flatten(stack: list, stops: frozenset, out: list) -> None:
+    """Append the nodes of ``stack`` (siblings in order) and their descendants to ``out``, in pre-order."""
     stack.reverse()
     while stack:
         node = stack.pop()
@@ -150,9 +161,44 @@ def descendants(root: cst.CSTNode, stops: frozenset, *, include_root: bool = Fal
         kids = children(node)
         kids.reverse()
         stack.extend(kids)
-    if flat is not None:
-        flat[key] = (root, out)
-    return out
+
+
+# The three lists the rules ask of each function are made from one walk: its nodes without entering
+# nested scopes, its body's (the same nodes, a slice of them) and, when it holds no class or lambda,
+# everything but nested defs (the first list with the def in front). On transformers each function was
+# walked three times for them.
+_DEFS_ONLY = frozenset({cst.FunctionDef})
+
+
+def _function_lists(fn: cst.FunctionDef, flat: dict, stops: frozenset, include_root: bool) -> Optional[list]:
+    """``descendants(fn, stops, include_root=...)`` from the shared walk; None when it must be walked
+    on its own (a nested class or lambda: only the walk that enters them has their nodes)."""
+    key = (id(fn), _SCOPES, False)
+    entry = flat.get(key)
+    if entry is None or entry[0] is not fn:
+        nodes: list[cst.CSTNode] = []
+        body = fn.body
+        start = end = None
+        for child in children(fn):
+            if child is body:
+                nodes.append(child)
+                start = len(nodes)
+                _flatten(children(child), _SCOPES, nodes)
+                end = len(nodes)
+            else:
+                _flatten([child], _SCOPES, nodes)
+        flat[key] = (fn, nodes)
+        if start is not None and type(body) in _BODIES:
+            flat[(id(body), _SCOPES, False)] = (body, nodes[start:end])
+        scoped = frozenset({cst.ClassDef, cst.Lambda})
+        if not any(type(n) in scoped for n in nodes):
+            flat[(id(fn), _DEFS_ONLY, True)] = (fn, [fn, *nodes])
+    else:
+        nodes = entry[1]
+    if stops == _SCOPES:
+        return nodes if not include_root else None
+    found = flat.get((id(fn), stops, include_root))
+    return found[1] if found is not None and found[0] is fn else None
 
 
 def iter_nodes(root: cst.CSTNode, kinds: tuple[type, ...], *, into_nested_defs: bool = False) -> Iterator[cst.CSTNode]:

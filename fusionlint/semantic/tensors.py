@@ -20,6 +20,7 @@ from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.analysis.index import ClassInfo, FileIndex, FunctionInfo
 from fusionlint.analysis.literals import int_literal
 from fusionlint.analysis.names import dotted, resolve
+from fusionlint.analysis.render import expression_code
 from fusionlint.analysis.walk import iter_nodes
 
 # Tensor methods/attributes whose result is not a tensor.
@@ -122,7 +123,7 @@ def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]
     other annotation (``int``, ``list[torch.Tensor]``...); None when there is none."""
     if annotation is None:
         return None
-    text = "".join(cst.Module([]).code_for_node(annotation.annotation).split()).strip("'\"")
+    text = "".join(expression_code(annotation.annotation).split()).strip("'\"")
     if text.startswith(("Optional[", "typing.Optional[")) and text.endswith("]"):
         text = text[text.index("[") + 1 : -1]
     for part in text.split("|"):
@@ -134,7 +135,7 @@ def _annotation_says_tensor(annotation: cst.Annotation | None) -> Optional[bool]
 
 def _annotation_text(annotation: cst.Annotation) -> str:
     """The annotation's code without spaces or quotes, ``Optional[...]`` and ``| None`` taken off."""
-    text = "".join(cst.Module([]).code_for_node(annotation.annotation).split()).strip("'\"")
+    text = "".join(expression_code(annotation.annotation).split()).strip("'\"")
     if text.startswith(("Optional[", "typing.Optional[")) and text.endswith("]"):
         text = text[text.index("[") + 1 : -1]
     parts = [p for p in text.split("|") if p != "None"]
@@ -670,19 +671,30 @@ class TensorFacts:
         params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
         out = {
             p.name.value for p in params  # `n: list[int] | torch.Tensor` may be a tensor: not dead
-            if _annotation_says_tensor(p.annotation) is False and "Tensor" not in cst.Module([]).code_for_node(p.annotation.annotation)
+            if _annotation_says_tensor(p.annotation) is False and "Tensor" not in expression_code(p.annotation.annotation)
         }
-        python: set[str] = set()
-        other: set[str] = {p.name.value for p in params}
+        bound = []
+        candidates: set[str] = set()  # names some Python value is assigned to: the others cannot count
         for target, value in self._pairs:
             names = [target] if isinstance(target, cst.Name) else (
                 [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [])
+            names = [n.value for n in names if isinstance(n, cst.Name)]
+            valued = _python_valued(value)
+            bound.append((names, value, valued))
+            if valued:
+                candidates.update(names)
+        if not candidates:
+            return frozenset(out)
+        python: set[str] = set()
+        other: set[str] = {p.name.value for p in params}
+        for names, value, valued in bound:
+            if candidates.isdisjoint(names):
+                continue  # adds only to `other` names that are in no `python`
             attrs = {id(a.attr) for a in (value, *iter_nodes(value, (cst.Attribute,))) if isinstance(a, cst.Attribute)}
             reads = {n.value for n in iter_nodes(value, (cst.Name,)) if id(n) not in attrs}
             for n in names:
-                if not isinstance(n, cst.Name) or n.value in reads:
-                    continue
-                (python if _python_valued(value) else other).add(n.value)
+                if n not in reads:
+                    (python if valued else other).add(n)
         return frozenset(out | (python - other))
 
     # -- the predicate ---------------------------------------------------------------------------
