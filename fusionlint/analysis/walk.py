@@ -9,7 +9,7 @@ punctuation fields that can never hold code.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -72,28 +72,6 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
             if hit:
                 out.append(value)
     return out
-
-
-def walk(
-    root: cst.CSTNode,
-    enter: Callable[[cst.CSTNode], Optional[bool]],
-    leave: Optional[Callable[[cst.CSTNode], None]] = None,
-) -> None:
-    """Depth-first walk: ``enter(node)`` (return False to skip the subtree), then ``leave(node)``."""
-    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, finished = pop()
-        if finished:
-            leave(node)  # type: ignore[misc]
-            continue
-        if enter(node) is False:
-            continue
-        if leave is not None:
-            push((node, True))
-        kids = children(node)
-        for kid in reversed(kids):
-            push((kid, False))
 
 
 # libcst's node classes are ABCs, so isinstance() goes through ABCMeta.__instancecheck__ (most of a
