@@ -389,7 +389,7 @@ def _returned_items(returns: list[ast.expr], values, body_nodes: list[ast.AST]) 
     unseen: set[str] = set()
     for node in body_nodes:
         for target in _targets(node):
-            names = {x.id for x in ast.walk(target) if isinstance(x, ast.Name)}
+            names = set(_target_name_ids(target))
             (unseen if isinstance(node, ast.AugAssign) else seen).update(names)
     plain = seen - unseen - values.params
     surely = frozenset(i for i in range(size) if all(_surely_no_tensor(r.elts[i], values, plain) for r in returns))
@@ -510,14 +510,20 @@ def _binds_name(target: ast.expr, name: str) -> bool:
     return False
 
 
+def _target_name_ids(target: ast.AST):
+    """The names in an assignment target (``ast.walk``'s, without a walk for a plain name)."""
+    if type(target) is ast.Name:
+        return (target.id,)
+    return [x.id for x in ast.walk(target) if isinstance(x, ast.Name)]
+
+
 def _binding_counts(body_nodes: list[ast.AST]) -> dict[str, int]:
     """How many times the body's assignments, loops, ``:=`` and comprehensions bind each name."""
     count: dict[str, int] = {}
     for b in body_nodes:
         for target in _targets(b):
-            for x in ast.walk(target):
-                if isinstance(x, ast.Name):
-                    count[x.id] = count.get(x.id, 0) + 1
+            for name in _target_name_ids(target):
+                count[name] = count.get(name, 0) + 1
     return count
 
 
@@ -812,6 +818,19 @@ def summarize(
     return out
 
 
+# What the walk of a function body (``_Summarizer._function``) does with each kind of node, looked up
+# by its exact type (the parser makes no subclasses of these): most nodes are none of them, and a
+# chain of isinstance tests cost each of them eight calls.
+_NESTED, _SKIPPED, _CALL, _BINDING, _IMPORT, _RETURN, _TEST, _BOOL_OP = (
+    "nested", "skipped", "call", "binding", "import", "return", "test", "bool-op")
+_BODY_ROLES: dict[type, str] = {
+    ast.FunctionDef: _NESTED, ast.AsyncFunctionDef: _NESTED, ast.ClassDef: _SKIPPED, ast.Call: _CALL,
+    **dict.fromkeys((ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension), _BINDING),
+    ast.Import: _IMPORT, ast.ImportFrom: _IMPORT, ast.Return: _RETURN,
+    **dict.fromkeys((ast.If, ast.While, ast.Assert, ast.IfExp), _TEST), ast.BoolOp: _BOOL_OP,
+}
+
+
 class _Summarizer:
     def __init__(self, out: FileSummary, text: Optional[str] = None, reuse: Optional[dict] = None) -> None:
         self.out = out
@@ -952,32 +971,35 @@ class _Summarizer:
         uses: set[str] = set()
         nested: list = []
         stack: list[ast.AST] = list(node.body)
+        role = _BODY_ROLES.get
         while stack:
             n = stack.pop()
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                nested.append(n)
-                continue
-            if isinstance(n, ast.ClassDef):
-                continue
-            if isinstance(n, ast.Call):
-                calls.append(n)
-                func = n.func
-                if isinstance(func, ast.Attribute) and func.attr in TENSOR_METHODS and isinstance(func.value, ast.Name):
-                    uses.add(func.value.id)
-                elif getattr(func, "attr", getattr(func, "id", None)) == "compile" and n.args:
-                    self._compile_target(n)
-            elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension)):
-                body_nodes.append(n)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)):
-                self._import(n)
-            elif isinstance(n, ast.Return):
-                return_lines.append(n.lineno)
-                if n.value is not None:
-                    returns.append(n.value)
-            elif isinstance(n, (ast.If, ast.While, ast.Assert, ast.IfExp)):
-                tests.append(n)
-            elif isinstance(n, ast.BoolOp):
-                bool_ops.append(n)
+            what = role(type(n))
+            if what is not None:
+                if what is _NESTED:
+                    nested.append(n)
+                    continue
+                if what is _SKIPPED:
+                    continue
+                if what is _CALL:
+                    calls.append(n)
+                    func = n.func
+                    if isinstance(func, ast.Attribute) and func.attr in TENSOR_METHODS and isinstance(func.value, ast.Name):
+                        uses.add(func.value.id)
+                    elif getattr(func, "attr", getattr(func, "id", None)) == "compile" and n.args:
+                        self._compile_target(n)
+                elif what is _BINDING:
+                    body_nodes.append(n)
+                elif what is _IMPORT:
+                    self._import(n)
+                elif what is _RETURN:
+                    return_lines.append(n.lineno)
+                    if n.value is not None:
+                        returns.append(n.value)
+                elif what is _TEST:
+                    tests.append(n)
+                else:
+                    bool_ops.append(n)
             stack.extend(child_nodes(n))
         names = [p.name for p in params] + ([args.vararg.arg] if args.vararg else [])
         values = function_values(node, names, aliases, body_nodes)
@@ -1285,7 +1307,7 @@ def _loop_elements(body_nodes) -> dict[str, str]:
         else:
             continue
         for t in targets:
-            other.update(x.id for x in ast.walk(t) if isinstance(x, ast.Name))
+            other.update(_target_name_ids(t))
     return {name: attr for name, attr in out.items() if name not in other}
 
 
