@@ -13,11 +13,17 @@ import libcst as cst
 
 def dotted(expr: cst.BaseExpression) -> Optional[str]:
     """``a.b.c`` as written, or None for anything that is not a plain dotted name."""
+    # exact types: libcst's node classes are ABCs, and an isinstance test against one goes through
+    # ABCMeta for every other type (this runs for most calls and attributes of the linted code)
+    kind = type(expr)
+    if kind is cst.Name:
+        return expr.value
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
+    while kind is cst.Attribute:
         parts.append(expr.attr.value)
         expr = expr.value
-    if not isinstance(expr, cst.Name):
+        kind = type(expr)
+    if kind is not cst.Name:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
