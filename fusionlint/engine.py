@@ -278,25 +278,26 @@ class Engine:
         # the part of a compiled module __init__ after Dynamo's trace of it breaks runs eagerly, and a
         # branch the compiled callers' constants rule out is never traced
         eager = eager_nodes(index) | dead_nodes(index)
+        compiled: dict = {}  # node type -> its records in traced code (_apply_rule)
         crashes: list[_RuleCrash] = []
         later = [r for r in rules if r.after_breaks]
         for rule_cls in rules:
             if rule_cls.after_breaks:
                 continue
-            crash = _apply_rule(rule_cls, index, ctx, eager)
+            crash = _apply_rule(rule_cls, index, ctx, eager, compiled)
             if crash is not None:  # a bug in this rule: it loses this file, the other rules do not
                 crashes.append(crash)
         if evidence_rules and (later or (ctx.reports and index.records.get("For"))):
             kept, ctx.reports = ctx.reports, []
             for rule_cls in evidence_rules:
-                _apply_rule(rule_cls, index, ctx, eager)  # a crash here only loses evidence: the finding stays
+                _apply_rule(rule_cls, index, ctx, eager, compiled)  # a crash here only loses evidence: the finding stays
             evidence, ctx.reports = ctx.reports, kept
         else:
             evidence = []
         if later:
             ctx.breaks = frozenset(id(r.node) for r in (*ctx.reports, *evidence) if unconditional_break(r))
             for rule_cls in later:
-                crash = _apply_rule(rule_cls, index, ctx, eager)
+                crash = _apply_rule(rule_cls, index, ctx, eager, compiled)
                 if crash is not None:
                     crashes.append(crash)
         # a loop whose every iteration breaks runs eagerly: what only its unrolling would cost cannot happen
@@ -340,17 +341,27 @@ class Engine:
         return findings
 
 
-def _apply_rule(rule_cls: type[Rule], index, ctx: RuleContext, eager: frozenset[int]) -> Optional[_RuleCrash]:
-    """Run one rule's handlers over the collected nodes; its crash, if it raised."""
+def _apply_rule(
+    rule_cls: type[Rule], index, ctx: RuleContext, eager: frozenset[int], compiled: Optional[dict] = None
+) -> Optional[_RuleCrash]:
+    """Run one rule's handlers over the collected nodes; its crash, if it raised. ``compiled``: node
+    type -> its records in traced code, shared by the file's rules (a dozen rules visit every call)."""
     node: Optional[cst.CSTNode] = None
     try:
         rule = rule_cls()
         compiled_only = rule.scope == "compiled"
         for node_type in sorted(handled_node_types(rule_cls)):
             handler = getattr(rule, "visit_" + node_type)
-            for rec in index.records.get(node_type, ()):
-                if compiled_only and (rec.function is None or rec.function.frames is None or id(rec.node) in eager):
-                    continue
+            records = index.records.get(node_type, ())
+            if compiled_only:
+                traced = compiled.get(node_type) if compiled is not None else None
+                if traced is None:
+                    traced = [rec for rec in records
+                              if rec.function is not None and rec.function.frames is not None and id(rec.node) not in eager]
+                    if compiled is not None:
+                        compiled[node_type] = traced
+                records = traced
+            for rec in records:
                 node = rec.node
                 ctx._point(rule, rec.node, rec.function, rec.cls, rec.parents)
                 handler(rec.node, ctx)

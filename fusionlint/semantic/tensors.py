@@ -713,9 +713,11 @@ class TensorFacts:
         return known
 
     def _is_tensor(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Name):
+        # exact types (libcst has no subclasses of these; isinstance against its ABCs goes through ABCMeta)
+        kind = type(expr)
+        if kind is cst.Name:
             return expr.value in self.names
-        if isinstance(expr, cst.Attribute):
+        if kind is cst.Attribute:
             attr = expr.attr.value
             base = expr.value
             if isinstance(base, cst.Name) and base.value == "self":
@@ -728,19 +730,19 @@ class TensorFacts:
                 if isinstance(b.value, cst.Name) and b.value.value == "self" and self.cls is not None:
                     return b.attr.value in self.cls.submodules
             return False
-        if isinstance(expr, cst.Call):
+        if kind is cst.Call:
             if self._dict_method(expr, "get") is not None or self._dict_method(expr, "pop") is not None:
                 return True
             return self._call_is_tensor(expr)
-        if isinstance(expr, cst.BinaryOperation):
+        if kind is cst.BinaryOperation:
             return self.is_tensor(expr.left) or self.is_tensor(expr.right)
-        if isinstance(expr, cst.UnaryOperation):
+        if kind is cst.UnaryOperation:
             return not isinstance(expr.operator, cst.Not) and self.is_tensor(expr.expression)
-        if isinstance(expr, cst.Comparison):
+        if kind is cst.Comparison:
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
                 return False
             return self.is_tensor(expr.left) or any(self.is_tensor(c.comparator) for c in expr.comparisons)
-        if isinstance(expr, cst.Subscript):
+        if kind is cst.Subscript:
             if isinstance(expr.value, cst.Name) and expr.value.value in self.tensor_dicts:
                 return True
             if self.is_sequence(expr.value):
@@ -749,9 +751,9 @@ class TensorFacts:
             if isinstance(value, cst.Name) and value.value in self._module_outputs and _first_item(expr):
                 return True  # outputs[0] of `outputs = self.model(...)` (outputs[1] may be a tuple of hidden states)
             return self.is_tensor(expr.value) or self._is_tensor_sequence(expr.value)
-        if isinstance(expr, cst.IfExp):
+        if kind is cst.IfExp:
             return self.is_tensor(expr.body) or self.is_tensor(expr.orelse)
-        if isinstance(expr, cst.BooleanOperation):  # `a and b` is one of its operands (torch 2.13: `if y:`
+        if kind is cst.BooleanOperation:  # `a and b` is one of its operands (torch 2.13: `if y:`
             return self.is_tensor(expr.left) or self.is_tensor(expr.right)  # on `y = s > 0 and m > 0` breaks)
         return False
 
