@@ -44,11 +44,16 @@ _TENSOR_VALUE: Value = frozenset({TENSOR})
 
 
 def dotted(node: ast.expr) -> Optional[str]:
+    # exact types: CPython's parser makes no subclasses of its node classes (and most calls are a name)
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id
     parts = []
-    while isinstance(node, ast.Attribute):
+    while kind is ast.Attribute:
         parts.append(node.attr)
         node = node.value
-    if not isinstance(node, ast.Name):
+        kind = type(node)
+    if kind is not ast.Name:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
@@ -93,38 +98,39 @@ class LocalValues:
         return False
 
     def of(self, node: ast.expr) -> Value:
-        if isinstance(node, ast.Name):
+        kind = type(node)  # exact types, as in dotted
+        if kind is ast.Name:
             return self.env.get(node.id, NOTHING)
-        if isinstance(node, ast.Attribute):
+        if kind is ast.Attribute:
             base = node.value
             if isinstance(base, ast.Name) and base.id == "self":
                 return frozenset({("self-attr", node.attr)})
             if node.attr in TENSOR_ATTRS:
                 return self.of(base)
             return NOTHING
-        if isinstance(node, ast.Call):
+        if kind is ast.Call:
             return self._call(node)
-        if isinstance(node, ast.BinOp):
+        if kind is ast.BinOp:
             return self.of(node.left) | self.of(node.right)
-        if isinstance(node, ast.UnaryOp):
+        if kind is ast.UnaryOp:
             return NOTHING if isinstance(node.op, ast.Not) else self.of(node.operand)
-        if isinstance(node, ast.Compare):
+        if kind is ast.Compare:
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
                 return NOTHING
             out = self.of(node.left)
             for comparator in node.comparators:
                 out = out | self.of(comparator)
             return out
-        if isinstance(node, ast.Subscript):
+        if kind is ast.Subscript:
             base = self.of(node.value)
             return base if isinstance(node.slice, ast.Slice) else items_of(base)
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        if kind is ast.List or kind is ast.Tuple or kind is ast.Set:
             return _items(self.of(e.value if isinstance(e, ast.Starred) else e) for e in node.elts)
-        if isinstance(node, ast.Dict):
+        if kind is ast.Dict:
             return _items(self.of(v) for v in node.values)
-        if isinstance(node, ast.IfExp):
+        if kind is ast.IfExp:
             return self.of(node.body) | self.of(node.orelse)
-        if isinstance(node, ast.NamedExpr):
+        if kind is ast.NamedExpr:
             return self.of(node.value)
         return NOTHING
 
