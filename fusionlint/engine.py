@@ -342,7 +342,7 @@ class Engine:
 
 
 def _apply_rule(
-    rule_cls: type[Rule], index, ctx: RuleContext, eager: frozenset[int], compiled: Optional[dict] = None
+    rule_cls: type[Rule], index, ctx: RuleContext, eager: frozenset[int], compiled: dict
 ) -> Optional[_RuleCrash]:
     """Run one rule's handlers over the collected nodes; its crash, if it raised. ``compiled``: node
     type -> its records in traced code, shared by the file's rules (a dozen rules visit every call)."""
@@ -354,12 +354,12 @@ def _apply_rule(
             handler = getattr(rule, "visit_" + node_type)
             records = index.records.get(node_type, ())
             if compiled_only:
-                traced = compiled.get(node_type) if compiled is not None else None
+                traced = compiled.get(node_type)
                 if traced is None:
-                    traced = [rec for rec in records
-                              if rec.function is not None and rec.function.frames is not None and id(rec.node) not in eager]
-                    if compiled is not None:
-                        compiled[node_type] = traced
+                    traced = compiled[node_type] = [
+                        rec for rec in records
+                        if rec.function is not None and rec.function.frames is not None and id(rec.node) not in eager
+                    ]
                 records = traced
             for rec in records:
                 node = rec.node

@@ -146,6 +146,7 @@ def _flatten(stack: list, stops: frozenset, out: list) -> None:
 # everything but nested defs (the first list with the def in front). On transformers each function was
 # walked three times for them.
 _DEFS_ONLY = frozenset({cst.FunctionDef})
+_NESTED_SCOPES = frozenset({cst.ClassDef, cst.Lambda})  # entered by _DEFS_ONLY's walk, not by _SCOPES'
 
 
 def _function_lists(fn: cst.FunctionDef, flat: dict, stops: frozenset, include_root: bool) -> Optional[list]:
@@ -168,8 +169,7 @@ def _function_lists(fn: cst.FunctionDef, flat: dict, stops: frozenset, include_r
         flat[key] = (fn, nodes)
         if start is not None and type(body) in _BODIES:
             flat[(id(body), _SCOPES, False)] = (body, nodes[start:end])
-        scoped = frozenset({cst.ClassDef, cst.Lambda})
-        if not any(type(n) in scoped for n in nodes):
+        if not any(type(n) in _NESTED_SCOPES for n in nodes):
             flat[(id(fn), _DEFS_ONLY, True)] = (fn, [fn, *nodes])
     else:
         nodes = entry[1]
