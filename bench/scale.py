@@ -4,6 +4,7 @@
     python bench/scale.py --anchors-subset full   # anchors on the whole zoo too (slow: ~45 CPU-minutes each)
     python bench/scale.py --runs cold             # only the cold rows
     python bench/scale.py memory                  # fusionlint's peak RSS on a quarter, a half and all of the zoo
+    python bench/scale.py floors                  # this machine's read / CPython / libcst parse speed on the zoo
 
 The zoo (bench/zoo.py's pinned timm + transformers wheels) is copied to .bench/scale/corpus/ and every
 tool runs on that copy: the edited run changes one file there and puts it back afterwards; the .zoo
@@ -304,6 +305,48 @@ def memory(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- floors -------------------------------------------------------------------------------------------
+def floors(args: argparse.Namespace) -> int:
+    """What this machine does per CPU-second on the zoo with no analysis at all: read every file,
+    CPython's ``ast.parse`` of every file, libcst's parse of every ``--floor-step``-th file (the way
+    the engine parses: ``fusionlint.cst_parse``). Lines per CPU-second vary between machines by more
+    than the changes the cold row measures (the same commit ran 2.7 times slower on one session's
+    machine than on the previous one's), so a cold row is read against these floors of the same machine."""
+    import ast
+    import gc
+
+    from fusionlint import cst_parse
+
+    files = sorted(p for d in corpus()["full"] for p in d.rglob("*.py"))
+    gc.disable()  # as fusionlint's passes run (a tree has no cycles; the collector would rescan it)
+    rows = []
+    started = time.process_time()
+    texts = [p.read_bytes().decode("utf-8", "replace") for p in files]
+    lines = sum(t.count("\n") for t in texts)
+    rows.append(("read + decode", len(texts), lines, time.process_time() - started))
+    started = time.process_time()
+    for text in texts:
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    rows.append(("CPython ast.parse", len(texts), lines, time.process_time() - started))
+    sample = texts[:: args.floor_step]
+    started = time.process_time()
+    for text in sample:
+        try:
+            cst_parse.parse(text)
+        except Exception:  # noqa: BLE001 (a file libcst rejects costs what it cost)
+            pass
+    rows.append((f"libcst parse (every {args.floor_step}th file)" if args.floor_step > 1 else "libcst parse",
+                 len(sample), sum(t.count("\n") for t in sample), time.process_time() - started))
+    print("| floor | files | lines | CPU s | lines / CPU-s |")
+    print("|---|---|---|---|---|")
+    for name, count, n, cpu in rows:
+        print(f"| {name} | {count:,} | {n:,} | {cpu:.2f} | {n / cpu:,.0f} |", flush=True)
+    return 0
+
+
 def fraction(full: list[Path], label: str, step: int) -> tuple[Path, list[Path]]:
     """A copy of every ``step``-th file of the corpus (and every __init__.py): its root and directories."""
     if step == 1:
@@ -329,7 +372,7 @@ def machine() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", nargs="?", choices=["table", "memory"], default="table")
+    parser.add_argument("what", nargs="?", choices=["table", "memory", "floors"], default="table")
     parser.add_argument("--anchors-subset", choices=["timm", "full", "none"], default="timm",
                         help="where Fixit and TorchFix run (and fusionlint and Ruff again, to compare): "
                              "timm only (default), the full zoo, or not at all")
@@ -337,10 +380,13 @@ def main() -> int:
     parser.add_argument("--runs", default="cold,first,warm,edit", help="comma-separated: cold, first, warm, edit")
     parser.add_argument("--fractions", default="quarter,half,full", help="memory: which fractions of the zoo")
     parser.add_argument("--jobs", type=int, default=1, help="memory: fusionlint's --jobs (default 1: one process)")
+    parser.add_argument("--floor-step", type=int, default=4, help="floors: libcst parses every Nth file (default 4)")
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {machine()}")
     print(f"# {subprocess.run([*_fusionlint(), '--version'], capture_output=True, text=True).stdout.strip()}")
     print()
+    if args.what == "floors":
+        return floors(args)
     return memory(args) if args.what == "memory" else bench(args)
 
 
