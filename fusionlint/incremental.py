@@ -193,13 +193,15 @@ class _LazyPlan:
         if self._plan is None:
             source, spans = self._source, self._spans
             text, cut_text, lines = sparse_mod.cut(source, spans, self._units, self.blanked)
+            pieces = tuple(source[spans[i][0] : spans[i][1]] for i in self.blanked)
             self._plan = sparse_mod.SparsePlan(
                 text,
                 [self._units[i] for i in self.blanked],
                 self._default_indent,
-                "".join(source[spans[i][0] : spans[i][1]] for i in self.blanked),
+                "".join(pieces),
                 cut_text,
                 lines,
+                blanked_pieces=pieces,
             )
         return self._plan
 

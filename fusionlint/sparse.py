@@ -83,6 +83,9 @@ class SparsePlan:
     others_assigned: Optional[set] = field(default=None, repr=False)
     # does the left-out code assign a logger (what the side-effects analysis reads Assigns for)? None: unknown
     assigns_logger: Optional[bool] = field(default=None, repr=False)
+    # blanked_text as the blanked definitions' own texts, where the caller has them (an editor's
+    # projections: each re-lint asks about every projection, and each definition is in most of them)
+    blanked_pieces: tuple[str, ...] = field(default=(), repr=False)
 
     def blanked_lines(self) -> int:
         return sum(u.end - u.start + 1 for u in self.blanked)
@@ -852,12 +855,31 @@ def still_exact(plan_: SparsePlan, ctx: SparseContext) -> bool:
 
 def _blanked_logger(plan_: SparsePlan, aliases: dict[str, str]) -> bool:
     """Does a blanked definition assign a logger (what the side-effects analysis reads Assigns for)?"""
+    if not plan_.blanked_pieces:
+        return _assigns_logger(plan_.blanked_text, aliases)
+    key = tuple(sorted(aliases.items()))
+    if len(_LOGGER_MEMO) > 4096:  # a long editor session: keep the memo bounded
+        _LOGGER_MEMO.clear()
+    for piece in plan_.blanked_pieces:
+        known = _LOGGER_MEMO.get((piece, key))
+        if known is None:
+            known = _LOGGER_MEMO[(piece, key)] = _assigns_logger(piece, aliases)
+        if known:
+            return True
+    return False
+
+
+# (a definition's text, the import aliases in force) -> does it assign a logger
+_LOGGER_MEMO: dict[tuple[str, tuple], bool] = {}
+
+
+def _assigns_logger(text: str, aliases: dict[str, str]) -> bool:
     from fusionlint.analysis.side_effects import _is_logger_factory  # the analysis's own test
 
-    if "=" not in plan_.blanked_text:
+    if "=" not in text:
         return False
     try:
-        tree = ast.parse(plan_.blanked_text)  # top-level definitions: they parse on their own
+        tree = ast.parse(text)  # top-level definitions: they parse on their own
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
     for node in ast.walk(tree):
