@@ -9,12 +9,14 @@ its ``[tool.fusionlint.examples]``.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -246,7 +248,12 @@ def test_a_killed_run_keeps_finished_modules_and_the_next_run_resumes(tmp_path):
     """))
     tag = f"FUSIONLINT_KILL_TEST={uuid.uuid4().hex}"
     key, value = tag.split("=")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **{key: value})
+    # a SIGKILLed run cannot remove its scratch directories: keep them under tmp_path, not in /tmp
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(scratch), **{key: value})
+    # ... while inductor's kernel cache stays where the other tests' runs share it (torch's default)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"))
     args = [sys.executable, "-m", "fusionlint.cli", "check", "models/gate1.py", "models/gate2.py", "models/gate3.py",
             "--confirm", "--device", "cpu", "--jobs", "1"]
     cache = project / ".fusionlint_cache" / "confirm"

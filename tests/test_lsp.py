@@ -7,7 +7,9 @@ PYTHONPATH writes a marker file if anything imports it: the server must never ne
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +24,7 @@ PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 PROFILES = ["visual_studio_code", "neovim@v0.11.0"]
 
 _FAKE = Path(tempfile.mkdtemp(prefix="fusionlint-fake-torch-"))
+atexit.register(shutil.rmtree, _FAKE, ignore_errors=True)  # made at import (the servers' env names it)
 (_FAKE / "torch").mkdir()
 (_FAKE / "torch" / "__init__.py").write_text(
     f"open({str(_FAKE / 'IMPORTED')!r}, 'w').close()\nraise ImportError('the language server imported torch')\n"
