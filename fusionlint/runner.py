@@ -47,6 +47,9 @@ class Run:
     result: RunResult
     diffs: list[str] = field(default_factory=list)
     files_linted: int = 0  # files the engine analysed in this run (not served from the cache)
+    # set by the findings cache once this file's Run is stored as its entry (in a --jobs worker too:
+    # the flag comes back with the Run, and the run's snapshot of served runs takes only stored ones)
+    entry_stored: bool = field(default=False, compare=False)
 
     @property
     def internal_errors(self) -> list[FileError]:
@@ -98,7 +101,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         if files and len(served) == len(files):  # an unchanged tree: nothing to read, index or lint
             out.result.paths.extend(cache.resolved(path) for path in files if path not in cache.unreadable)
             _merge(out, [served[path] for path in files])
-            cache.finish()
+            cache.finish([(cache.shown[path], served[path]) for path in files])
             return out
         # only now: an unchanged tree is served without importing the rules (and libcst), and
         # entries exist only for settings whose selection was valid, so nothing is left unchecked
@@ -222,12 +225,13 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         checker = _FileChecker(engine, settings, options, snapshots, may_write, cache)
         to_check = [source for source in sources if source.path not in served]
         checked = iter(_check_all(checker, to_check, options))
-        _merge(out, [served[source.path] if source.path in served else next(checked) for source in sources])
+        runs = [served[source.path] if source.path in served else next(checked) for source in sources]
+        _merge(out, runs)
         out.files_linted = len(to_check)
     finally:
         gc.unfreeze()
     if cache is not None:
-        cache.finish()
+        cache.finish([(source.shown, one) for source, one in zip(sources, runs)])
     return out
 
 

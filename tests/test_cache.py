@@ -131,6 +131,8 @@ def test_changed_settings_lint_everything_again(tmp_path):
 def test_a_corrupt_or_truncated_entry_is_ignored_and_written_again(tmp_path):
     root = _project(tmp_path)
     expected = _found(_run(root))
+    for path in _snapshots(root):  # else the next run serves every file from it without reading an entry
+        path.unlink()
     entries = _entries(root)
     assert len(entries) == 3
     entries[0].write_bytes(entries[0].read_bytes()[:40])  # truncated
@@ -141,6 +143,50 @@ def test_a_corrupt_or_truncated_entry_is_ignored_and_written_again(tmp_path):
     again = _run(root)
     assert again.files_linted == 3 and _found(again) == expected
     assert _run(root).files_linted == 0  # rewritten whole
+
+
+def test_a_warm_run_serves_every_file_from_one_snapshot_without_reading_an_entry(tmp_path, monkeypatch):
+    files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(30)}
+    root = _project(tmp_path, **files)
+    (root / "bad.py").write_bytes(b"x = 1\x00\n")  # an unreadable file, served as its error
+    cold = _run(root, jobs=2)  # the runs of the files linted in workers come back marked as stored
+    assert len(_snapshots(root)) == 1
+    real_load = Store.load
+
+    def no_entries(self, kind, key):
+        assert kind != "findings", "an entry read on a warm run"
+        return real_load(self, kind, key)
+
+    with monkeypatch.context() as m:
+        m.setattr(Store, "load", no_entries)
+        warm = _run(root, jobs=2)
+    assert warm.files_linted == 0 and _found(warm) == _found(cold)
+    assert warm.result.paths == cold.result.paths and [e.path for e in warm.result.errors] == ["bad.py"]
+    # an edit is another tree: the snapshot is not used, and the edited file's findings change
+    (root / "sub.py").write_text(SUB.replace("x.item()", "x + 1"))
+    edited = _run(root)
+    assert edited.files_linted >= 1 and not [f for f in edited.result.findings if f.path == "sub.py"]
+
+
+def test_a_damaged_snapshot_is_ignored_and_written_again(tmp_path):
+    root = _project(tmp_path)
+    expected = _found(_run(root))
+    (snapshot,) = _snapshots(root)
+    data = bytearray(snapshot.read_bytes())
+    data[-5] ^= 0xFF
+    snapshot.write_bytes(bytes(data))
+    again = _run(root)
+    assert again.files_linted == 0 and _found(again) == expected  # served from the entries
+    assert Store(root).load_file(snapshot) is not None  # and the snapshot written whole again
+
+
+def test_a_snapshot_of_other_settings_is_not_served(tmp_path):
+    root = _project(tmp_path)
+    _run(root)
+    ignored = _run(root, overrides={"ignore": ["FL101"]})  # another config: its own entries, its own snapshot
+    assert ignored.files_linted == 3 and ignored.result.findings == []
+    assert [f.code for f in _run(root).result.findings] == ["FL101"]
+    assert [f.code for f in _run(root).result.findings] == ["FL101"]
 
 
 def test_a_corrupt_summary_or_manifest_is_ignored(tmp_path):
@@ -252,13 +298,23 @@ def test_clean_leaves_a_directory_that_is_not_ours(tmp_path):
     assert (root / DIRNAME / "mine.txt").read_text() == "keep"
 
 
+def _snapshots(root: Path) -> list[Path]:
+    return sorted((root / DIRNAME / "static").glob("*/served.pickle"))
+
+
 def _poison(root: Path) -> None:
-    """Empty the findings of every entry (kept valid): what a run serves from them is then visible."""
+    """Empty the findings of every entry and of the last run's snapshot of them (all kept valid):
+    what a run serves from the cache is then visible."""
     store = Store(root)
     for path in _entries(root):
         entry = store.load_file(path)
         entry["run"].result.findings = []
         store.save_file(path, entry)
+    for path in _snapshots(root):
+        snapshot = store.load_file(path)
+        for _key, one, _unreadable in snapshot["runs"].values():
+            one.result.findings = []
+        store.save_file(path, snapshot)
 
 
 def test_module_names_are_the_project_models(tmp_path):
