@@ -15,6 +15,12 @@ from typing import Iterable, Optional
 
 Version = tuple[int, int]
 
+# The newest torch that a shipped rule names in its ``measured_on`` ("torch 2.13.0 CPU"): the default
+# target where torch is not installed (a pre-commit environment). Written here rather than found by
+# importing every rule, so that a warm cached run there imports neither the rules nor libcst;
+# tests/test_target_torch.py checks it against the rules.
+NEWEST_MEASURED: Version = (2, 13)
+
 # "2.13", "2.13.0", "2.13.0+cpu", "2.14.0a0+git1234", "2.13.0rc1": major and minor are what counts.
 _VERSION_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})(?:\.\d{1,4})?(?:(?:a|b|rc|\.dev|\.post)\d*)?(?:\+[\w.]+)?$")
 _MEASURED_RE = re.compile(r"\btorch (\d{1,3})\.(\d{1,3})\b")
@@ -51,14 +57,7 @@ def newest_measured(measured_on: Iterable[str]) -> Optional[Version]:
 def default_target() -> Version:
     """The installed torch's version, else the newest one the rules were measured on."""
     installed = installed_torch_version()
-    if installed is not None:
-        return installed
-    from fusionlint.registry import all_rules
-
-    newest = newest_measured(entry for rule in all_rules().values() for entry in rule.measured_on)
-    if newest is None:  # pragma: no cover - every shipped rule names its measurements
-        raise RuntimeError("no rule says which torch it was measured on")
-    return newest
+    return installed if installed is not None else NEWEST_MEASURED
 
 
 def resolve(setting: Optional[str]) -> Version:

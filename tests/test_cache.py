@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from fusionlint.cache.store import DIRNAME, IDLE_GENERATION_S, Store
@@ -652,7 +653,15 @@ def test_entries_live_in_one_folder_per_build_and_idle_builds_go(tmp_path):
 
 
 _CLI_IN_PROCESS = (
-    "import sys\nfrom fusionlint.cli import main\n"
+    "import os, sys\nfrom fusionlint.cli import main\n"
+    # as where torch is not installed (a pre-commit environment): no distribution metadata for it
+    "if os.environ.get('HIDE_TORCH'):\n"
+    "    import importlib.metadata as md\n"
+    "    real = md.version\n"
+    "    def version(name):\n"
+    "        if name == 'torch':\n            raise md.PackageNotFoundError(name)\n"
+    "        return real(name)\n"
+    "    md.version = version\n"
     "try:\n    main(['check', sys.argv[1], '--format', 'json', '--exit-zero', *sys.argv[2:]])\n"
     "except SystemExit as exc:\n    code = exc.code\n"
     "print('IMPORTED', 'libcst' in sys.modules, any(m.startswith('fusionlint.rules.') for m in sys.modules),"
@@ -660,20 +669,22 @@ _CLI_IN_PROCESS = (
 )
 
 
-def _cli_process(root: Path, *args: str) -> tuple[str, str]:
-    done = subprocess.run([sys.executable, "-c", _CLI_IN_PROCESS, str(root), *args], capture_output=True, text=True)
+def _cli_process(root: Path, *args: str, hide_torch: bool = False) -> tuple[str, str]:
+    env = {**os.environ, "HIDE_TORCH": "1" if hide_torch else ""}
+    done = subprocess.run([sys.executable, "-c", _CLI_IN_PROCESS, str(root), *args], capture_output=True, text=True, env=env)
     return done.stdout, done.stderr.strip().splitlines()[-1]
 
 
-def test_a_warm_run_imports_neither_the_rules_nor_libcst_and_still_checks_the_selection(tmp_path):
+@pytest.mark.parametrize("hide_torch", [False, True], ids=["torch installed", "torch not installed"])
+def test_a_warm_run_imports_neither_the_rules_nor_libcst_and_still_checks_the_selection(tmp_path, hide_torch):
     root = _project(tmp_path)
-    cold, cold_imports = _cli_process(root)
-    warm, warm_imports = _cli_process(root)
+    cold, cold_imports = _cli_process(root, hide_torch=hide_torch)
+    warm, warm_imports = _cli_process(root, hide_torch=hide_torch)
     assert cold_imports == "IMPORTED True True 0"
     assert warm_imports == "IMPORTED False False 0"
     assert json.loads(warm) == json.loads(cold) and json.loads(warm)["findings"]
     # a selection naming no rule is still an error with a cache present (its settings have no entries)
-    _, bad = _cli_process(root, "--select", "FL999")
+    _, bad = _cli_process(root, "--select", "FL999", hide_torch=hide_torch)
     assert bad == "IMPORTED True True 2"
 
 
