@@ -11,7 +11,7 @@ newest version the rules were measured on.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from typing import Optional
 
 Version = tuple[int, int]
 
@@ -23,7 +23,6 @@ NEWEST_MEASURED: Version = (2, 13)
 
 # "2.13", "2.13.0", "2.13.0+cpu", "2.14.0a0+git1234", "2.13.0rc1": major and minor are what counts.
 _VERSION_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})(?:\.\d{1,4})?(?:(?:a|b|rc|\.dev|\.post)\d*)?(?:\+[\w.]+)?$")
-_MEASURED_RE = re.compile(r"\btorch (\d{1,3})\.(\d{1,3})\b")
 
 
 def parse_version(text: str) -> Optional[Version]:
@@ -46,12 +45,6 @@ def installed_torch_version() -> Optional[Version]:
         return None
     except Exception:  # broken metadata: as if torch were not installed
         return None
-
-
-def newest_measured(measured_on: Iterable[str]) -> Optional[Version]:
-    """The newest torch named in rules' ``measured_on`` entries ("torch 2.13.0 CPU")."""
-    found = [(int(m.group(1)), int(m.group(2))) for entry in measured_on for m in _MEASURED_RE.finditer(entry)]
-    return max(found) if found else None
 
 
 def default_target() -> Version:
