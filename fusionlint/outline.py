@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fusionlint.lines import line_starts
+from fusionlint.pickling import by_fields
 
 
 # Outlines are kept for every file of the run: line numbers above 256 are a new int object each (32
@@ -21,6 +22,7 @@ from fusionlint.lines import line_starts
 _LINES: dict[int, int] = {}
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)  # kept for every file of the run: no __dict__ each
 class Unit:
     """A top-level ``def``/``class``, decorators included."""
@@ -30,6 +32,7 @@ class Unit:
     end: int  # last line
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Outline:
     depth: int  # as fusionlint.precheck.TreeShape

@@ -22,8 +22,10 @@ import libcst as cst
 from fusionlint.analysis.names import dotted as cst_dotted
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.render import expression_code
+from fusionlint.pickling import by_fields
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class InitValue:
     """The expression of one ``self.<attr> = <expr>``."""
@@ -42,6 +44,7 @@ class InitValue:
 OTHER = InitValue("other")
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class InitWrite:
     stmt: str  # "assign" | "annassign" | "augassign"

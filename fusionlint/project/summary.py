@@ -21,6 +21,7 @@ from fusionlint.analysis.names import is_overload_stub
 from fusionlint.semantic.is_compiling import eager_only_expressions, eager_only_statements
 from fusionlint.semantic.tensors import TENSOR_ANNOTATIONS, torch_call_returns_tensor
 from fusionlint.outline import Outline, outline_of
+from fusionlint.pickling import by_fields
 from fusionlint.project.breaks import SOME_PATH, SPARSE_CONSTRUCTORS, break_conditions, every_call_spans, first_break, on_spans, reads_tensor_value
 from fusionlint.precheck import MAX_NODES
 from fusionlint.pyast import child_nodes
@@ -125,6 +126,7 @@ NO_NAMES: frozenset = frozenset()
 NO_POSITIONS: frozenset = NO_NAMES
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)  # hashable: a function's parameters are shared like other values
 class Param:
     name: str
