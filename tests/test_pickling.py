@@ -1,5 +1,5 @@
-"""fusionlint.pickling.by_fields: frozen slotted dataclasses pickle as a call of their class, and
-come back equal (and as hashable) as they went in."""
+"""fusionlint.pickling.by_fields: slotted dataclasses pickle as a call of their class, and come back
+equal (and as hashable) as they went in; so do whole project summaries and propagated facts."""
 
 from __future__ import annotations
 
@@ -7,12 +7,17 @@ import copy
 import pickle
 from dataclasses import dataclass, field
 
+from pathlib import Path
+
 import pytest
 
 from fusionlint.analysis.init_facts import InitValue, InitWrite
 from fusionlint.outline import Outline, Unit
 from fusionlint.pickling import by_fields
-from fusionlint.project.summary import Param
+from fusionlint.project.model import FunctionFacts
+from fusionlint.project.summary import AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, Param, summarize
+
+ROOT = Path(__file__).resolve().parent.parent
 
 VALUES = [
     Param("x", "tensor", None),
@@ -47,3 +52,20 @@ def test_a_field_outside_init_is_refused():
         class Derived:
             a: int
             b: int = field(init=False, default=0)
+
+
+def test_project_summaries_and_facts_come_back_equal():
+    classes = (Param, CallSite, AttrFact, FunctionSummary, ClassSummary, FileSummary, FunctionFacts)
+    assert all("__reduce__" in cls.__dict__ for cls in classes)  # pickled as calls, not slot by slot
+    sources = sorted([*ROOT.glob("fixtures/*/bad.py"), *ROOT.glob("examples/**/*.py")])
+    assert len(sources) > 30
+    kinds: set[str] = set()
+    for path in sources:
+        summary = summarize(path.read_text(encoding="utf-8"), path.name, path.stem, False)
+        back = pickle.loads(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
+        assert back == summary, path
+        kinds.update(type(f).__name__ for f in summary.functions.values())
+        kinds.update(type(c).__name__ for c in summary.classes.values())
+    assert kinds == {"FunctionSummary", "ClassSummary"}
+    facts = FunctionFacts(("Net.forward", "self.mix"), "helper", {"x": "annotated"}, frozenset({"self.embed"}))
+    assert pickle.loads(pickle.dumps(facts)) == facts

@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Optional
 
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
+from fusionlint.pickling import by_fields
 from fusionlint.project.summary import (
     DIM_SIZE, DIM_SIZES, HOST_VALUE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SIZES_PASSED, SELF_TRUTH, SELF_TRUTH_AT_ENTRY,
     AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
@@ -37,6 +38,7 @@ _TENSOR_ATTR_KINDS = frozenset({"param", "buffer", "tensor"})
 _ATTRIBUTES_KEPT = 256
 
 
+@by_fields
 @dataclass(slots=True)  # one per compiled function (13,530 on the zoo): no __dict__ each
 class FunctionFacts:
     """What the project knows about one compiled function."""

@@ -135,6 +135,7 @@ class Param:
     literal: Optional[str] = None  # repr of a constant default (`value="full"` -> "'full'", `x=None` -> "None")
 
 
+@by_fields
 @dataclass(slots=True)
 class CallSite:
     # "self" | "super" | "name" | "dotted" | "self-sub" (``self.sub.method``) | "self-elem" (a method of an
@@ -160,6 +161,7 @@ class CallSite:
     every: bool = False
 
 
+@by_fields
 @dataclass(slots=True, unsafe_hash=True)  # hashed once final: equal facts are one object (_shared)
 class AttrFact:
     kind: str  # "param" | "buffer" | "tensor" | "object" | "modules" | "int" | "float" | "bool" | "str" | "none" | "container" | "ref" (a module-level name: `ctor`) | "unknown"
@@ -169,6 +171,7 @@ class AttrFact:
     elements: tuple[str, ...] = ()  # constructors of ModuleList/Sequential elements
 
 
+@by_fields
 @dataclass(slots=True)
 class FunctionSummary:
     qualname: str  # "Net.forward", "helper", "Net.forward.<locals>.inner"
@@ -218,6 +221,7 @@ class FunctionSummary:
     flag_params: frozenset[str] = frozenset()
 
 
+@by_fields
 @dataclass(slots=True)
 class ClassSummary:
     name: str
@@ -234,6 +238,7 @@ class ClassSummary:
         return f"{self.name}.{method}"
 
 
+@by_fields
 @dataclass(slots=True)
 class FileSummary:
     path: str  # display path (relative to the root, POSIX)
