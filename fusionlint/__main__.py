@@ -1,7 +1,7 @@
 """``python -m fusionlint``: the same command line as the ``fusionlint`` script (useful where the
 script is not on PATH, e.g. a device image with packages on PYTHONPATH)."""
 
-from fusionlint.cli import main
+from fusionlint.cli import entry
 
 if __name__ == "__main__":
-    main(prog_name="fusionlint")
+    entry(prog_name="fusionlint")

@@ -6,6 +6,7 @@ Exit codes: 0 nothing left to report; 1 findings (or files that could not be lin
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -60,6 +61,21 @@ def _fail(message: str) -> "click.exceptions.Exit":
 @click.version_option(__version__, "--version", prog_name="fusionlint")
 def main() -> None:
     """Find the code that stops torch.compile from fusing your model, and fix it."""
+
+
+def entry(prog_name: Optional[str] = None) -> None:
+    """The ``fusionlint`` script and ``python -m fusionlint``: ``main``, in a process that ends with it.
+
+    The project model a run builds holds reference cycles, so it is still there when the command
+    returns, and the interpreter's last collections at exit scanned and freed it: about 565,000 objects
+    on timm + transformers after an edit, where runs took 3.80-3.97 s wall against 3.26-3.84 s with them
+    frozen (three runs each). Frozen, the exit leaves them to the system with the rest of the memory.
+    ``atexit`` handlers and ``weakref.finalize`` callbacks still run; every file a run writes is closed
+    before the command returns. In-process callers of ``main`` (tests, editors) keep collecting."""
+    try:
+        main(prog_name=prog_name)
+    finally:
+        gc.freeze()
 
 
 @main.command(cls=ConfirmCommand)  # accepts --confirm=flagged (fusionlint/confirm/cli.py)
