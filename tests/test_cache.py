@@ -717,3 +717,16 @@ def test_two_files_with_the_same_text_and_module_name_are_two_files(tmp_path):
         assert not outcome.result.errors, outcome.result.errors
         assert sorted((f.path, f.code) for f in outcome.result.findings) == [("a/train.py", "FL101"), ("b/train.py", "FL101")]
     assert _found(outcome) == _found(_run(tmp_path, cache=False))
+
+
+def test_a_store_reads_back_files_of_any_size_whole(tmp_path):
+    store = Store(tmp_path, "generation")
+    big = {"text": "x" * 300_000, "numbers": list(range(70_000))}  # several reads of 64 KiB
+    key = "ab" * 16
+    assert store.save("findings", key, big) and store.load("findings", key) == big
+    assert store.save("findings", "cd" * 16, ()) and store.load("findings", "cd" * 16) == ()
+    empty = store.path("findings", "ef" * 16)
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    empty.write_bytes(b"")
+    assert store.load("findings", "ef" * 16) is None  # no header: absent, as a truncated file is
+    assert store.load_file(tmp_path) is None  # a directory: absent too

@@ -90,8 +90,7 @@ class Store:
 
     def load_file(self, path: "Path | str") -> Optional[Any]:
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = _read_whole(path)
         except OSError:
             return None
         head = len(FORMAT) + _DIGEST_SIZE * 2
@@ -160,6 +159,22 @@ class Store:
             except OSError:
                 continue
         return gone
+
+
+def _read_whole(path: "Path | str") -> bytes:
+    """The file's bytes through ``os.read`` until the end: a run after an edit reads about 9,700 cache
+    files, and ``open(path, "rb").read()`` (a buffered reader and its ``fstat`` calls) took 0.15-0.20 CPU s
+    for them on timm + transformers against 0.07-0.08 s."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
