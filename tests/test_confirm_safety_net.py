@@ -165,20 +165,25 @@ def test_confirmed_only_hides_not_reproduced_and_sets_the_exit_code(tmp_path):
 # ---------------------------------------------------------------------------- long-lived workers
 
 
-def test_one_worker_runs_many_modules_is_recycled_after_n_and_replaced_after_a_crash():
-    # one test for the three life-cycle rules: every worker start imports torch again (seconds each)
+@pytest.mark.parametrize("forked", [False, True], ids=["fresh-interpreter", "forked-from-template"])
+def test_one_worker_runs_many_modules_is_recycled_after_n_and_replaced_after_a_crash(forked):
+    # one test for the three life-cycle rules, for both ways a worker process starts: a fresh
+    # interpreter imports torch again (seconds each), a fork of the template has it already
     need("torch", "the confirm pass runs modules under torch.compile")
     from fusionlint.confirm import orchestrate as orch
     from fusionlint.confirm.pool import WorkerProcess
+    from fusionlint.confirm.template import ForkedWorker, Templates
 
     def job(name: str) -> dict:
         unit = orch.Unit(path=name, abs_path=str(DATA / name), target="Model")
         return orch.build_job(unit, root=ROOT, device="cpu", examples={}, user_files=[], timing_runs=0,
                               timeline=False, memory_mb=0, threads=1, variants=[], backend="eager")
 
-    worker = WorkerProcess(orch._worker_env(None), max_jobs=2)
+    templates = Templates() if forked else None
+    worker = WorkerProcess(orch._worker_env(None), max_jobs=2, templates=templates)
     try:
         first = worker.run(job("ok.py"), timeout=300)
+        assert isinstance(worker.proc, ForkedWorker) is forked
         second = worker.run(job("unflagged.py"), timeout=300)
         assert first["ok"] and second["ok"], (first, second)
         # torch imported once for both; after max_jobs=2 jobs the process is ended (recycled)
@@ -194,6 +199,8 @@ def test_one_worker_runs_many_modules_is_recycled_after_n_and_replaced_after_a_c
         assert after["measurement"]["break_sites"] == first["measurement"]["break_sites"]
     finally:
         worker.close()
+        if templates is not None:
+            templates.close()
     assert worker.proc is None
 
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 from fusionlint.confirm import match
 from fusionlint.confirm.cache import ResultCache, file_digest, job_key, torch_version
 from fusionlint.confirm.pool import DEFAULT_MAX_JOBS, WorkerProcess
+from fusionlint.confirm.template import Templates
 from fusionlint.rule import Effect, Finding, RunResult
 
 DEFAULT_TIMEOUT = 120.0
@@ -590,8 +591,9 @@ def confirm_findings(
 
     def slot(index: int) -> None:
         gpu = gpus[index % len(gpus)] if device == "cuda" and len(gpus) > 1 else None
-        worker = WorkerProcess(_worker_env(gpu), memory_mb=None if device.startswith("cuda") else memory_mb or None,
-                               max_jobs=max_jobs)
+        env = _worker_env(gpu)
+        worker = WorkerProcess(env, memory_mb=None if device.startswith("cuda") else memory_mb or None,
+                               max_jobs=max_jobs, templates=templates)
         with lock:
             live.append(worker)
         try:
@@ -613,6 +615,9 @@ def confirm_findings(
 
     reporter.start(len(runnable))
     threads_ = [threading.Thread(target=slot, args=(i,), daemon=True) for i in range(jobs)] if runnable else []
+    # Workers fork from a template that imports torch once (one per GPU's environment); it starts
+    # with the first worker process, so a run answered from the cache starts none.
+    templates = Templates()
     try:
         for t in threads_:
             t.start()
@@ -627,6 +632,7 @@ def confirm_findings(
         raise
     finally:
         reporter.stop()
+        templates.close()
     results = [done[i] for i in sorted(done)]
     apply_results(result, results, root, settings)
     if report_path is not None:

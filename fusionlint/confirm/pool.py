@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Optional
 
 from fusionlint.confirm import procs
+from fusionlint.confirm.template import ForkedWorker, Templates, TemplateError, TemplateTimeout
 
 DEFAULT_MAX_JOBS = 20  # modules per worker before it is replaced (bounds leaks in user code / torch caches)
 _LOG_TAIL_BYTES = 64_000
@@ -37,8 +38,12 @@ _POLL_S = 0.2  # how often a wait checks that the worker is still alive
 class WorkerProcess:
     """One pooled worker. Not thread-safe: each pool slot (thread) owns one."""
 
-    def __init__(self, env: dict, *, memory_mb: Optional[int] = None, max_jobs: int = DEFAULT_MAX_JOBS) -> None:
+    def __init__(self, env: dict, *, memory_mb: Optional[int] = None, max_jobs: int = DEFAULT_MAX_JOBS,
+                 templates: Optional[Templates] = None) -> None:
         self.env = env
+        # Where each process is forked from (torch imported already); asked when the first process
+        # starts, so a run answered from the cache starts no template. None: a fresh interpreter.
+        self.templates = templates
         self.memory_mb = memory_mb
         self.max_jobs = max(1, int(max_jobs))
         self.proc: Optional[subprocess.Popen] = None
@@ -50,32 +55,67 @@ class WorkerProcess:
         self._ready = False
 
     # ------------------------------------------------------------------ life cycle
-    def _start(self) -> None:
+    def _start(self, deadline: float) -> None:
+        """Start the process: forked from the template when there is one (TemplateTimeout when it
+        has not imported torch by ``deadline``), else a fresh interpreter."""
         self._home = tempfile.TemporaryDirectory(prefix="fusionlint-worker-")
         home = Path(self._home.name)
         (home / "cwd").mkdir()
         self._log_path = home / "worker.log"
         read_fd, write_fd = os.pipe()
-        cmd = [sys.executable, "-P", "-m", "fusionlint.confirm.worker", "--serve", str(write_fd)]
-        if self.memory_mb:
-            cmd += ["--memory-mb", str(int(self.memory_mb))]
-        with open(self._log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=log,
-                stderr=log,
-                cwd=home / "cwd",
-                env=self.env,
-                pass_fds=(write_fd,),
-                start_new_session=True,  # its own process group and session
-            )
-        os.close(write_fd)
+        try:
+            with open(self._log_path, "wb") as log:
+                self.proc = self._fork(log.fileno(), write_fd, home / "cwd", deadline) or self._spawn(log, write_fd, home / "cwd")
+        except BaseException:
+            os.close(read_fd)
+            self._home.cleanup()
+            self._home = None
+            raise
+        finally:
+            os.close(write_fd)
         self._control = read_fd
         self._buffer = b""
         self._ready = False
         self.jobs_done = 0
         self.started += 1
+
+    def _spawn(self, log, control_fd: int, cwd: Path) -> subprocess.Popen:
+        cmd = [sys.executable, "-P", "-m", "fusionlint.confirm.worker", "--serve", str(control_fd)]
+        if self.memory_mb:
+            cmd += ["--memory-mb", str(int(self.memory_mb))]
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=log,
+            cwd=cwd,
+            env=self.env,
+            pass_fds=(control_fd,),
+            start_new_session=True,  # its own process group and session
+        )
+
+    def _fork(self, log_fd: int, control_fd: int, cwd: Path, deadline: float) -> Optional[ForkedWorker]:
+        """A worker forked from the template; None when there is none or it cannot fork this one
+        (gone, another environment), so a fresh process starts instead. A template that failed to
+        import torch or timed out raises: a fresh process would only repeat that."""
+        template = self.templates.for_env(self.env) if self.templates is not None else None
+        if template is None:
+            return None
+        requests_r, requests_w = os.pipe()
+        try:
+            pid = template.fork(self.env, requests=requests_r, log=log_fd, control=control_fd, cwd=str(cwd),
+                                     memory_mb=self.memory_mb, deadline=deadline)
+        except TemplateTimeout:
+            os.close(requests_w)
+            raise
+        except TemplateError:
+            os.close(requests_w)
+            if template.failed is not None:
+                raise
+            return None
+        finally:
+            os.close(requests_r)
+        return ForkedWorker(template, pid, os.fdopen(requests_w, "wb"))
 
     def _read_line(self, deadline: float) -> Optional[str]:
         """The next control line; None when the worker died (or the deadline passed: see alive)."""
@@ -145,12 +185,18 @@ class WorkerProcess:
     # ------------------------------------------------------------------ one job
     def run(self, job: dict, timeout: float) -> dict:
         """Run one job; a crash, hang, OOM or import failure becomes ``{"ok": False, "reason": ...}``."""
+        # Importing torch has its own limit (the job's): a worker that cannot start is the job's
+        # failure, reported the same way.
+        start_deadline = time.monotonic() + max(timeout, 60.0)
         if self.proc is None:
-            self._start()
+            try:
+                self._start(start_deadline)
+            except TemplateTimeout:
+                return {"ok": False, "reason": f"timed out after {timeout:g} s importing torch (raise --confirm-timeout)"}
+            except TemplateError as e:
+                return {"ok": False, "reason": f"the worker could not start: {e}"}
         if not self._ready:
-            # Importing torch has its own limit (the job's): a worker that cannot start is the
-            # job's failure, reported the same way.
-            line = self._read_line(time.monotonic() + max(timeout, 60.0))
+            line = self._read_line(start_deadline)
             if line != "ready":
                 return self._fail(line, timed_out=line is None and self.proc.poll() is None, timeout=timeout, starting=True)
             self._ready = True

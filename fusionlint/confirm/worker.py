@@ -292,12 +292,34 @@ def _reset_between_jobs() -> None:
         pass
 
 
-def serve(control_fd: int, memory_mb: Optional[int]) -> int:
-    """The pool worker's loop (see the module docstring)."""
+def _die_with_requests(fd: int) -> None:
+    """End this worker, and every process its job started, once no one can write to the request
+    pipe ``fd`` any more: a worker forked by a template (``template``) is not its run's child, so
+    the kernel's parent-death signal cannot tell it that the run has died."""
+    import select
+    import signal
+    import threading
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked: poll still reports the hang-up of the last writer
+        while True:
+            for _fd, event in poller.poll():
+                if event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    procs.kill_descendants()
+                    os.killpg(0, signal.SIGKILL)  # the worker's own group: it leads its session
+
+    threading.Thread(target=watch, name="fusionlint-requests-watch", daemon=True).start()
+
+
+def serve(control_fd: int, memory_mb: Optional[int], *, watch_requests: bool = False) -> int:
+    """The pool worker's loop (see the module docstring). ``watch_requests``: see ``_die_with_requests``."""
     os.set_inheritable(control_fd, False)
     # Requests arrive on our stdin; the user's code gets /dev/null as stdin, so it cannot read them.
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     os.set_inheritable(requests.fileno(), False)
+    if watch_requests:
+        _die_with_requests(requests.fileno())
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
