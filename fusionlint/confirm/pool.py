@@ -1,16 +1,19 @@
-"""Long-lived confirm workers: each imports torch once and runs many modules.
+"""Long-lived confirm workers: each runs many modules, with torch imported before the first.
 
 Importing torch and warming up dynamo costs seconds per process; a tiny module's measurement costs
-about as much again. A :class:`WorkerProcess` therefore keeps one ``python -P -m
-fusionlint.confirm.worker --serve`` process and hands it one job at a time. It is replaced
+about as much again. A :class:`WorkerProcess` therefore keeps one worker process (``worker.serve``)
+and hands it one job at a time. The process is forked from the run's template, which has imported
+torch already (``template``), or, without one, is a fresh ``python -P -m fusionlint.confirm.worker
+--serve`` that imports it. It is replaced
 (recycled) after a crash, a timeout, an out-of-memory answer, or ``max_jobs`` jobs, so a module
 that breaks its process costs only its own result and a leaked resource cannot pile up.
 
 The isolation of a one-shot worker is kept per job: its own session and process group, a scratch
 working directory per job (``cwd``), ``-P`` and no user PYTHONPATH, the result through a file, and
 every process the job's code started ended when the job ends (the worker is a subreaper, see
-``procs``). The worker also dies with its parent (``PR_SET_PDEATHSIG``) and exits when its
-request pipe closes, so neither Ctrl-C nor ``kill -9`` of fusionlint leaves workers behind.
+``procs``). The worker also dies with its parent (``PR_SET_PDEATHSIG``: the run, or the run's
+template) and exits when its request pipe closes, so neither Ctrl-C nor ``kill -9`` of fusionlint
+leaves workers behind.
 torch is never imported here.
 """
 

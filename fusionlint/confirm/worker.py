@@ -2,7 +2,8 @@
 
 Two modes: ``python -P -m fusionlint.confirm.worker JOB.json RESULT.json`` runs one job;
 ``python -P -m fusionlint.confirm.worker --serve FD [--memory-mb N]`` is a long-lived worker of the
-pool (``fusionlint/confirm/pool.py``): it imports torch once, then reads one request per line on
+pool (``fusionlint/confirm/pool.py``; a worker forked from a template, ``template.py``, runs the same
+``serve``): it imports torch once, then reads one request per line on
 stdin (``{"job": path, "result": path, "cwd": path}``), runs it in that scratch directory, writes the
 result file, ends what the job's code started, forgets the job's modules and ``sys.path`` entries,
 and writes ``done`` on the control pipe FD. Between jobs torch's compile caches and dynamo/inductor
