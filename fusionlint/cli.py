@@ -154,8 +154,11 @@ def check(
             fix=fix or diff, unsafe_fixes=settings.unsafe_fixes, diff=diff, verify_fix=confirm.verify_hook(settings),
             jobs=confirm.jobs, cache=not no_cache,
         )
-        outcome = run(targets, settings, options)
-        confirm.run(outcome.result, settings)  # --- end confirm pass
+        try:
+            outcome = run(targets, settings, options)
+            confirm.run(outcome.result, settings)  # --- end confirm pass
+        finally:
+            confirm.close()
     except (ConfigError, UsageError, ConfirmError) as exc:
         raise _fail(str(exc))
     except RuleDefinitionError as exc:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import getpass
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,14 @@ if str(REPO) not in sys.path:
 # no speed. Tests that pass --jobs / jobs= still get that many; tests/test_confirm.py checks the knob.
 os.environ.setdefault("FUSIONLINT_CONFIRM_JOBS", "1")
 
+# torch puts TORCHINDUCTOR_CACHE_DIR into os.environ the first time it works out its cache directory
+# (its default: <tmp>/torchinductor_<user>), which an in-process compile in some test does halfway
+# through the session. Set to that default from the start, the environment the confirm runs see stays
+# the one the shared template below was started in, so they keep forking their workers from it.
+os.environ.setdefault(
+    "TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def shared_confirm_template():
@@ -27,7 +37,6 @@ def shared_confirm_template():
     """
     import importlib.util
     import shutil
-    import tempfile
 
     from fusionlint.confirm import template
 
@@ -51,6 +60,21 @@ def shared_confirm_template():
 @pytest.fixture
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    # pytest keeps each test module's assertion-rewritten code in tests/__pycache__/ only where Python
+    # may write bytecode, and PYTHONDONTWRITEBYTECODE is set on our CI machines: each xdist worker then
+    # rewrote all ~95 test modules again, 3.2 of its 9.1 CPU-s of collection (the 2-core machine).
+    # Allowed while the test modules are collected, nothing else: the tests' own imports (projects
+    # under tmp_path) still write nothing.
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = saved
 
 
 def pytest_collection_modifyitems(config, items):

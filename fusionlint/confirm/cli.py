@@ -126,6 +126,11 @@ class ConfirmCLI:
         )
         return self.verifier
 
+    def close(self) -> None:
+        """End what the verifier started (its template)."""
+        if self.verifier is not None:
+            self.verifier.close()
+
     def run(self, result: Any, settings: Any) -> None:
         if not self.enabled:
             return

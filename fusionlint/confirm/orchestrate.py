@@ -450,10 +450,11 @@ def _worker_env(gpu: Optional[str]) -> dict:
     return env
 
 
-def run_worker(job: dict, timeout: float, gpu: Optional[str] = None) -> dict:
+def run_worker(job: dict, timeout: float, gpu: Optional[str] = None, templates: Optional[Templates] = None) -> dict:
     """Run one job on a worker of its own, then end it: see ``pool.WorkerProcess`` for the box
-    (own session, scratch cwd, ``-P``, result via a file, the process tree ended)."""
-    worker = WorkerProcess(_worker_env(gpu), memory_mb=_job_memory(job), max_jobs=1)
+    (own session, scratch cwd, ``-P``, result via a file, the process tree ended). ``templates``:
+    fork the worker from one (torch imported already) instead of starting an interpreter."""
+    worker = WorkerProcess(_worker_env(gpu), memory_mb=_job_memory(job), max_jobs=1, templates=templates)
     try:
         return worker.run(job, timeout)
     finally:

@@ -151,12 +151,14 @@ class Template:
         return cls(ours, env_digest(env), proc=proc, ready_fd=read_fd, home=home)
 
     @classmethod
-    def connect(cls, path: str, env: Mapping[str, str]) -> "Template":
-        """A template another process keeps at ``path``, if it was started in ``env``; else TemplateError."""
+    def connect(cls, path: str, env: Mapping[str, str], *, timeout: float = 60.0) -> "Template":
+        """A template another process keeps at ``path``, if it was started in ``env``; else TemplateError.
+        A template still importing torch answers once it is done: waiting for it costs less than
+        starting another (``timeout``, as for a worker's import)."""
         digest = env_digest(env)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            sock.settimeout(5.0)
+            sock.settimeout(timeout)
             sock.connect(path)
             template = cls(sock, digest)
             answer = template._ask({"op": "hello", "digest": digest})

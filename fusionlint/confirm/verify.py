@@ -10,10 +10,12 @@ claim (breaks, recompiles, kernels, sync-prone ops, an error, a divergence) goes
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fusionlint.confirm import orchestrate as orch
+from fusionlint.confirm.template import Templates
 from fusionlint.rule import Effect, Finding
 
 
@@ -86,7 +88,7 @@ class Verifier:
         device: Optional[str] = "cpu",
         timeout: Optional[float] = None,
         log: Optional[Callable[[str], None]] = None,
-        run_worker: Callable[..., dict] = orch.run_worker,
+        run_worker: Optional[Callable[..., dict]] = None,
     ) -> None:
         orch.check_available()
         self.settings = settings
@@ -96,7 +98,10 @@ class Verifier:
         self.timeout = float(timeout or cfg.get("timeout", orch.DEFAULT_TIMEOUT))
         self.memory_mb = int(cfg.get("memory-mb", cfg.get("memory_mb", orch.DEFAULT_MEMORY_MB)))
         self.log = log or (lambda line: None)
-        self.run_worker = run_worker
+        # Each fix is measured in a process of its own, forked from one template: one import of
+        # torch for the whole run instead of one per fixed module.
+        self.templates = Templates()
+        self.run_worker = run_worker or functools.partial(orch.run_worker, templates=self.templates)
         self.verified: list[str] = []
         self.rejected: list[str] = []
 
@@ -127,6 +132,10 @@ class Verifier:
                 return False
             self._verify(f"{unit.label}: fix verified: {why}")
         return True
+
+    def close(self) -> None:
+        """End the template the verified fixes were measured from."""
+        self.templates.close()
 
     def _reject(self, line: str) -> None:
         self.rejected.append(line)
