@@ -111,6 +111,32 @@ def test_two_workers_fork_from_one_template_and_it_ends_them(no_shared):
         w.close()
 
 
+def test_the_template_outlives_the_pool_thread_that_started_it(no_shared):
+    """A parent-death signal would end the template with the thread that started it (prctl(2)): in a
+    run, a pool slot's thread, which finishes when the queue is empty while other slots still work."""
+    from fusionlint.confirm import orchestrate as orch
+    from fusionlint.confirm.pool import WorkerProcess
+    from fusionlint.confirm.template import ForkedWorker, Templates
+
+    env = orch._worker_env(None)
+    templates = Templates()
+    worker = WorkerProcess(env, templates=templates)
+    try:
+        slot = threading.Thread(target=lambda: worker.run(_job(DATA / "ok.py", ROOT), timeout=300))
+        slot.start()
+        slot.join()
+        worker.close()  # that slot is done
+        template = templates.for_env(env)
+        time.sleep(0.5)
+        assert template.proc.poll() is None
+        answer = worker.run(_job(DATA / "ok.py", ROOT), timeout=300)  # another slot's next worker
+        assert answer["ok"], answer
+        assert isinstance(worker.proc, ForkedWorker) and _parent(worker.proc.pid) == template.proc.pid
+    finally:
+        worker.close()
+        templates.close()
+
+
 def test_a_forked_worker_ends_with_its_run_and_takes_its_jobs_processes(no_shared, tmp_path):
     """The worker's parent is the template, which lives on: it watches its request pipe instead."""
     from fusionlint.confirm import orchestrate as orch

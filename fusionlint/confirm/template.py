@@ -14,7 +14,7 @@ its starter keeps) and the connections accepted on LISTEN_FD (-1: none). ``fork`
 descriptors (the worker's request pipe, its log, its control pipe) and the worker's environment, and
 is answered with the worker's pid; ``status`` answers a worker's exit status once it has ended
 (Popen's convention: -N for signal N). When OWNER_FD closes (its starter is done or died) the template
-SIGKILLs the workers still alive and exits; it also dies with its parent.
+SIGKILLs the workers still alive and exits.
 
 Sharing between runs: a process that keeps a template alive (a test session, an editor) names its
 listening socket in ``FUSIONLINT_CONFIRM_TEMPLATE``. A run whose worker environment matches the
@@ -480,7 +480,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     owner_fd, ready_fd, listen_fd = (int(a) for a in args)
     from fusionlint.confirm import worker
 
-    worker._die_with_parent()
+    # No parent-death signal here: it fires when the *thread* that started this process ends, and a
+    # run's pool thread that started it may finish long before the run. The owner's socket closes
+    # when the owner ends or dies, whichever thread started us, and then this process ends.
     # The environment as started: importing inductor adds TORCHINDUCTOR_CACHE_DIR to it.
     digest = env_digest(os.environ)
     ready = os.fdopen(ready_fd, "w", encoding="utf-8", buffering=1)
