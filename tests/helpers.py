@@ -64,3 +64,13 @@ def measured_break_lines(root, module: str, cls: str, path) -> set[int]:
             del sys.modules[name]
     assert result.eager_ok and result.compiled_ok, (result.eager_error, result.compiled_error)
     return {s.line for s in result.break_sites if s.file and Path(s.file).resolve() == Path(path).resolve()}
+
+
+def process_running(pid: int) -> bool:
+    """Alive and not a zombie (a zombie has ended; only its parent has not collected it yet). Linux /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fusionlint.confirm import orchestrate as orch
-from tests.helpers import need
+from tests.helpers import need, process_running
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,16 +32,6 @@ def _job(path: Path, root: Path, target: str) -> dict:
         unit, root=root, device="cpu", examples={}, user_files=[], timing_runs=0,
         timeline=False, memory_mb=0, threads=1, variants=[],
     )
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a zombie has ended; only its parent has not collected it yet)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
 
 
 # ---------------------------------------------------------------------------- (a) sys.path
@@ -157,7 +147,7 @@ def test_processes_started_by_user_code_do_not_outlive_the_job(torch_installed, 
     tags = [line.split()[0] for line in lines if line]
     assert tags[0] == "import" and "forward" in tags
     pids = [int(p) for line in lines if line for p in line.split()[1:]]
-    assert [p for p in pids if _running(p)] == []
+    assert [p for p in pids if process_running(p)] == []
 
 
 def test_kill_descendants_ends_a_setsid_grandchild(tmp_path):
@@ -182,7 +172,7 @@ def test_kill_descendants_ends_a_setsid_grandchild(tmp_path):
     assert proc.returncode == 0, proc.stderr
     orphan, found, killed = proc.stdout.split()
     assert found == "True" and killed == "1"
-    assert not _running(int(orphan))
+    assert not process_running(int(orphan))
 
 
 # ---------------------------------------------------------------------------- (c) working directory

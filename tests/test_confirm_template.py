@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import need
+from tests.helpers import need, process_running
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the template is Linux-only")
 
@@ -69,20 +69,11 @@ def _parent(pid: int) -> int:
     return int(stat[stat.rfind(b")") + 2 :].split()[1])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
-
-
 def _wait_gone(pids, seconds: float = 15.0) -> list[int]:
     deadline = time.monotonic() + seconds
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(process_running(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if process_running(p)]
 
 
 def test_two_workers_fork_from_one_template_and_it_ends_them(no_shared):
@@ -102,7 +93,7 @@ def test_two_workers_fork_from_one_template_and_it_ends_them(no_shared):
         pids = [w.proc.pid for w in workers]
         assert all(isinstance(w.proc, ForkedWorker) for w in workers)
         assert [_parent(p) for p in pids] == [template.proc.pid] * 2
-        assert all(_alive(p) for p in pids)
+        assert all(process_running(p) for p in pids)
     finally:
         templates.close()  # with the workers still running: the template ends them
     assert _wait_gone(pids) == []
@@ -160,13 +151,13 @@ def test_a_forked_worker_ends_with_its_run_and_takes_its_jobs_processes(no_share
         job_pid, child_pid = int(job_pid), int(child_pid)
         # the job ran in the run's environment, not the template's (pytest changes this one per test)
         assert seen_test.strip() == os.environ["PYTEST_CURRENT_TEST"]
-        assert job_pid == worker.proc.pid and _alive(child_pid)
+        assert job_pid == worker.proc.pid and process_running(child_pid)
         template_pid = templates.for_env(worker.env).proc.pid
         worker.proc.stdin.close()  # what the run's death does to the pipe
         assert _wait_gone([job_pid, child_pid]) == []
         runner.join(30)
         assert answer.get("ok") is False and "SIGKILL" in answer.get("reason", ""), answer
-        assert _alive(template_pid)  # the template itself serves on
+        assert process_running(template_pid)  # the template itself serves on
     finally:
         worker.kill()
         templates.close()
