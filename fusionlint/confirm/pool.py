@@ -49,7 +49,7 @@ class WorkerProcess:
         self.templates = templates
         self.memory_mb = memory_mb
         self.max_jobs = max(1, int(max_jobs))
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: Optional[subprocess.Popen | ForkedWorker] = None
         self.jobs_done = 0
         self.started = 0  # processes started so far (recycling count + 1)
         self._control: Optional[int] = None
@@ -107,7 +107,7 @@ class WorkerProcess:
         requests_r, requests_w = os.pipe()
         try:
             pid = template.fork(self.env, requests=requests_r, log=log_fd, control=control_fd, cwd=str(cwd),
-                                     memory_mb=self.memory_mb, deadline=deadline)
+                                memory_mb=self.memory_mb, deadline=deadline)
         except TemplateTimeout:
             os.close(requests_w)
             raise
