@@ -1,7 +1,11 @@
 """`fusionlint lsp`, driven over stdio by pytest-lsp as VS Code and as Neovim 0.11 would drive it.
 
-Each test starts the real server in a subprocess. A fake ``torch`` package on the server's
-PYTHONPATH writes a marker file if anything imports it: the server must never need torch.
+The real server runs in a subprocess, one per client profile for the tests of this module (a server
+takes 1.7 CPU s to start on the 2-core machine, most of it importing lsprotocol and libcst), as one
+editor session serves many files: each test works in a folder of its own with its own
+``pyproject.toml`` (a project of its own), and closes its documents and undoes its client settings
+when it ends. A fake ``torch`` package on the server's PYTHONPATH writes a marker file if anything
+imports it: the server must never need torch.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 import pytest_lsp
 from click.testing import CliRunner
 from lsprotocol import types
@@ -84,6 +89,8 @@ class Session:
         self.client, self.root, self.encoding, self.profile = client, root, encoding, profile
         self.versions: dict[str, int] = {}
         self.texts: dict[str, str] = {}
+        self.opened: set[str] = set()  # closed when the test ends
+        self.settings_changed = False
 
     def uri(self, name: str) -> str:
         return (self.root / name).as_uri()
@@ -96,6 +103,7 @@ class Session:
     async def open(self, name: str, text: str) -> types.PublishDiagnosticsParams:
         uri = self.uri(name)
         self.versions[uri], self.texts[uri] = 1, text
+        self.opened.add(uri)
         item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
         return await self._publish_after(
             lambda: self.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=item))
@@ -135,33 +143,46 @@ def _accept_registrations(client: LanguageClient) -> list:
     return seen
 
 
-@pytest_lsp.fixture(params=PROFILES, config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
-async def client(request, lsp_client: LanguageClient, tmp_path: Path):
-    (tmp_path / "pyproject.toml").write_text("[tool.fusionlint]\n")
+@pytest_lsp.fixture(scope="module", params=PROFILES, config=ClientServerConfig(server_command=SERVER, server_env=SERVER_ENV))
+async def client(request, lsp_client: LanguageClient, tmp_path_factory):
+    workspace = tmp_path_factory.mktemp("lsp-workspace")
+    (workspace / "pyproject.toml").write_text("[tool.fusionlint]\n")
     lsp_client.registered = _accept_registrations(lsp_client)
     params = types.InitializeParams(
         capabilities=client_capabilities(request.param),
-        root_uri=tmp_path.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=tmp_path.as_uri(), name="w")],
+        root_uri=workspace.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="w")],
     )
     result = await lsp_client.initialize_session(params)
     lsp_client.negotiated = str(result.capabilities.position_encoding or "utf-16")
     lsp_client.profile = request.param
+    lsp_client.workspace = workspace
     yield
     await lsp_client.shutdown_session()
     assert not (_FAKE / "IMPORTED").exists(), "the language server imported torch"
 
 
-@pytest.fixture
-def session(client: LanguageClient, tmp_path: Path) -> Session:
-    return Session(client, tmp_path, client.negotiated, client.profile)
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(client: LanguageClient, request):
+    root = client.workspace / request.node.name.split("[")[0]
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[tool.fusionlint]\n")
+    session = Session(client, root, client.negotiated, client.profile)
+    yield session
+    # what this test left in the shared server: its open documents and its client settings
+    if session.settings_changed:
+        await session._publish_after(lambda: client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"fusionlint": {}})))
+    for uri in list(session.opened):
+        close = types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        await session._publish_after(lambda: client.text_document_did_close(close))
 
 
 def _only(diags, code):
     return [d for d in diags if d.code == code]
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_open_reports_the_break_at_its_range(session):
     published = await session.open("m.py", VIEW)
     (diag,) = _only(published.diagnostics, "FL301")
@@ -175,7 +196,7 @@ async def test_open_reports_the_break_at_its_range(session):
     assert published.version == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_quick_fix_applied_leaves_no_diagnostics(session):
     published = await session.open("m.py", VIEW)
     (diag,) = _only(published.diagnostics, "FL301")
@@ -191,7 +212,7 @@ async def test_quick_fix_applied_leaves_no_diagnostics(session):
     assert ".reshape(x.shape[0], -1)" in session.texts[session.uri("m.py")]
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_positions_after_non_ascii_text_and_an_emoji(session):
     prefix = '        note = "é 😀"; y = '
     text = VIEW.replace("        return x.permute", prefix + "x.permute").replace("-1)\n", "-1)\n        return y\n")
@@ -209,7 +230,7 @@ async def test_positions_after_non_ascii_text_and_an_emoji(session):
     assert prefix + "x.permute(0, 2, 1).reshape(x.shape[0], -1)" in session.texts[session.uri("e.py")]
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_syntax_errors_empty_files_and_surrogates_do_not_stop_the_server(session):
     broken = await session.open("b.py", "def f(:\n    pass\n")
     (diag,) = broken.diagnostics
@@ -221,7 +242,7 @@ async def test_syntax_errors_empty_files_and_surrogates_do_not_stop_the_server(s
     assert [d.code for d in fixed.diagnostics] == ["FL301"]
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_config_change_is_picked_up_without_restart(session):
     assert _only((await session.open("m.py", VIEW)).diagnostics, "FL301")
     watches = types.WORKSPACE_DID_CHANGE_WATCHED_FILES in session.client.registered
@@ -241,15 +262,16 @@ async def test_config_change_is_picked_up_without_restart(session):
     assert diag.code == "FL000" and "select" in diag.message
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_client_settings_override_select_and_ignore(session):
     assert _only((await session.open("m.py", VIEW)).diagnostics, "FL301")
     params = types.DidChangeConfigurationParams(settings={"fusionlint": {"ignore": ["FL3"]}})
+    session.settings_changed = True
     published = await session._publish_after(lambda: session.client.workspace_did_change_configuration(params))
     assert list(published.diagnostics) == []
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_suppress_merges_into_an_existing_noqa(session):
     text = VIEW.replace("-1)\n", "-1)  # noqa: FL999\n")
     published = await session.open("m.py", text)
@@ -260,7 +282,7 @@ async def test_suppress_merges_into_an_existing_noqa(session):
     assert "-1)  # noqa: FL999, FL301\n" in session.texts[session.uri("m.py")]
 
 
-@pytest.mark.asyncio
+@pytest.mark.asyncio(loop_scope="module")
 async def test_fix_all_hover_and_close(session):
     text = VIEW + "\n\nclass Other(nn.Module):\n    def forward(self, x):\n        return x.permute(1, 0).view(-1)\n"
     published = await session.open("m.py", text)
@@ -279,6 +301,7 @@ async def test_fix_all_hover_and_close(session):
     assert hover.contents.kind == types.MarkupKind.Markdown and "FL301" in hover.contents.value
     close = types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=session.uri("m.py")))
     closed = await session._publish_after(lambda: session.client.text_document_did_close(close))
+    session.opened.discard(session.uri("m.py"))
     assert list(closed.diagnostics) == []
 
 
