@@ -68,6 +68,10 @@ def _statements_agree(source: str) -> int:
     module = cst.parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     alone = 0
+    # a node outside the picked statements is asked of the first and the middle statement only: that
+    # question renders the whole module, so asking it after every statement made the test quadratic
+    # in a file's statements (6.5 of 13 CPU s on one 66-statement file)
+    ask_outside = {0, len(module.body) // 2}
     for i, statement in enumerate(module.body):
         picked = [statement] + ([module.body[i - 1]] if i else [])
         got = Positions(module, source, picked)
@@ -76,7 +80,7 @@ def _statements_agree(source: str) -> int:
         for node in inside:
             if node in expected:
                 assert got[node] == expected[node], (type(node).__name__, module.code_for_node(node)[:60])
-        outside = next((n for n in expected if n not in inside and n is not module), None)
+        outside = next((n for n in expected if n not in inside and n is not module), None) if i in ask_outside else None
         if outside is not None:
             assert got[outside] == expected[outside]
             assert got._whole
