@@ -194,9 +194,13 @@ def test_one_worker_runs_many_modules_is_recycled_after_n_and_replaced_after_a_c
         assert crashed["ok"] is False and "SIGSEGV" in crashed["reason"], crashed
         exited = worker.run(job("exits.py"), timeout=300)
         assert exited["ok"] is False and "exited with status 3" in exited["reason"], exited
-        after = worker.run(job("ok.py"), timeout=300)
-        assert after["ok"] and worker.started == 4  # a fresh process after each death
-        assert after["measurement"]["break_sites"] == first["measurement"]["break_sites"]
+        assert worker.started == 3  # a fresh process after the crash, too
+        # a fresh interpreter imports torch again (5.5 CPU s here): one more job after a death, same
+        # results as the first, is asked of the forked worker only
+        if forked:
+            after = worker.run(job("ok.py"), timeout=300)
+            assert after["ok"] and worker.started == 4  # a fresh process after each death
+            assert after["measurement"]["break_sites"] == first["measurement"]["break_sites"]
     finally:
         worker.close()
         if templates is not None:

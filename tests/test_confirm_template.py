@@ -55,6 +55,17 @@ def no_shared(monkeypatch):
     need("torch", "the template imports torch")
 
 
+@pytest.fixture(scope="module")
+def module_templates():
+    """One owned template for the tests below that only need one to fork from (4.4 CPU s to start
+    here); the test that checks closing it ends its workers runs last and closes it."""
+    from fusionlint.confirm.template import Templates
+
+    templates = Templates()
+    yield templates
+    templates.close()
+
+
 def _job(path: Path, root: Path) -> dict:
     from fusionlint.confirm import orchestrate as orch
 
@@ -76,41 +87,16 @@ def _wait_gone(pids, seconds: float = 15.0) -> list[int]:
     return [p for p in pids if process_running(p)]
 
 
-def test_two_workers_fork_from_one_template_and_it_ends_them(no_shared):
-    from fusionlint.confirm import orchestrate as orch
-    from fusionlint.confirm.pool import WorkerProcess
-    from fusionlint.confirm.template import ForkedWorker, Templates
-
-    templates = Templates()
-    env = orch._worker_env(None)
-    workers = [WorkerProcess(env, templates=templates) for _ in range(2)]
-    try:
-        results = [w.run(_job(DATA / "ok.py", ROOT), timeout=300) for w in workers]
-        assert all(r["ok"] for r in results), results
-        assert results[0]["measurement"]["break_sites"] == results[1]["measurement"]["break_sites"]
-        template = templates.for_env(env)
-        assert template is not None and template.owned and templates.for_env(dict(env)) is template
-        pids = [w.proc.pid for w in workers]
-        assert all(isinstance(w.proc, ForkedWorker) for w in workers)
-        assert [_parent(p) for p in pids] == [template.proc.pid] * 2
-        assert all(process_running(p) for p in pids)
-    finally:
-        templates.close()  # with the workers still running: the template ends them
-    assert _wait_gone(pids) == []
-    assert template.proc.poll() is not None
-    for w in workers:
-        w.close()
-
-
-def test_the_template_outlives_the_pool_thread_that_started_it(no_shared):
+def test_the_template_outlives_the_pool_thread_that_started_it(no_shared, module_templates):
     """A parent-death signal would end the template with the thread that started it (prctl(2)): in a
     run, a pool slot's thread, which finishes when the queue is empty while other slots still work."""
     from fusionlint.confirm import orchestrate as orch
     from fusionlint.confirm.pool import WorkerProcess
-    from fusionlint.confirm.template import ForkedWorker, Templates
+    from fusionlint.confirm.template import ForkedWorker
 
     env = orch._worker_env(None)
-    templates = Templates()
+    templates = module_templates
+    templates.close()  # the slot's thread must start it: a no-op where this test is the first to ask
     worker = WorkerProcess(env, templates=templates)
     try:
         slot = threading.Thread(target=lambda: worker.run(_job(DATA / "ok.py", ROOT), timeout=300))
@@ -125,19 +111,17 @@ def test_the_template_outlives_the_pool_thread_that_started_it(no_shared):
         assert isinstance(worker.proc, ForkedWorker) and _parent(worker.proc.pid) == template.proc.pid
     finally:
         worker.close()
-        templates.close()
 
 
-def test_a_forked_worker_ends_with_its_run_and_takes_its_jobs_processes(no_shared, tmp_path):
+def test_a_forked_worker_ends_with_its_run_and_takes_its_jobs_processes(no_shared, module_templates, tmp_path):
     """The worker's parent is the template, which lives on: it watches its request pipe instead."""
     from fusionlint.confirm import orchestrate as orch
     from fusionlint.confirm.pool import WorkerProcess
-    from fusionlint.confirm.template import Templates
 
     out = tmp_path / "seen.txt"
     module = tmp_path / "sleeper.py"
     module.write_text(SLEEPER.format(out=str(out)))
-    templates = Templates()
+    templates = module_templates
     worker = WorkerProcess(orch._worker_env(None), templates=templates)
     answer: dict = {}
     runner = threading.Thread(target=lambda: answer.update(worker.run(_job(module, tmp_path), timeout=300)))
@@ -160,7 +144,32 @@ def test_a_forked_worker_ends_with_its_run_and_takes_its_jobs_processes(no_share
         assert process_running(template_pid)  # the template itself serves on
     finally:
         worker.kill()
-        templates.close()
+
+
+def test_two_workers_fork_from_one_template_and_it_ends_them(no_shared, module_templates):
+    from fusionlint.confirm import orchestrate as orch
+    from fusionlint.confirm.pool import WorkerProcess
+    from fusionlint.confirm.template import ForkedWorker
+
+    templates = module_templates  # its last user: closed below
+    env = orch._worker_env(None)
+    workers = [WorkerProcess(env, templates=templates) for _ in range(2)]
+    try:
+        results = [w.run(_job(DATA / "ok.py", ROOT), timeout=300) for w in workers]
+        assert all(r["ok"] for r in results), results
+        assert results[0]["measurement"]["break_sites"] == results[1]["measurement"]["break_sites"]
+        template = templates.for_env(env)
+        assert template is not None and template.owned and templates.for_env(dict(env)) is template
+        pids = [w.proc.pid for w in workers]
+        assert all(isinstance(w.proc, ForkedWorker) for w in workers)
+        assert [_parent(p) for p in pids] == [template.proc.pid] * 2
+        assert all(process_running(p) for p in pids)
+    finally:
+        templates.close()  # with the workers still running: the template ends them
+    assert _wait_gone(pids) == []
+    assert template.proc.poll() is not None
+    for w in workers:
+        w.close()
 
 
 def test_a_shared_template_serves_only_runs_of_its_environment(no_shared, tmp_path, monkeypatch):
