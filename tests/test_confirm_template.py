@@ -245,7 +245,10 @@ def test_the_cli_forks_its_workers_from_the_shared_template(tmp_path):
         finally:
             print("templates started:", len(started), file=sys.stderr)
     """)
+    # as in a process that compiled with inductor before: inductor writes an address of its own into
+    # os.environ, which the workers' environment leaves out (with it, this run started its own template)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), _TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR="140524982553632")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                          env=env)
     assert "confirm ok.py::Model: ok" in proc.stderr, proc.stderr[-3000:]
     assert "templates started: 0" in proc.stderr, proc.stderr[-3000:]

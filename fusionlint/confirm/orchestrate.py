@@ -443,6 +443,10 @@ def _worker_env(gpu: Optional[str]) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = _fusionlint_dir()
     env.pop("PYTHONSTARTUP", None)
+    # An address in this process that inductor writes into os.environ before it loads a compiled
+    # library (every process sets its own): worthless to a worker, and it made the workers' environment
+    # differ from the one a shared template started in after any in-process inductor compile.
+    env.pop("_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR", None)
     env.setdefault("PYTHONHASHSEED", "0")
     env["PYTHONUNBUFFERED"] = "1"
     if gpu is not None:
