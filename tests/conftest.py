@@ -78,7 +78,7 @@ def pytest_collection(session):
 
 
 # Tests that take 10-45 s of wall time on the 2-core machine without compiling anything (pip installs,
-# whole-repository sweeps, a 2 MB file); measured with a per-test timer on 2026-12-06. Only an ordering
+# whole-repository sweeps, a 2 MB file, starting templates); measured with a per-test timer on 2026-12-06. Only an ordering
 # hint (below): a name that no longer matches changes nothing else.
 LONG_RUNNING = {
     "tests/test_wheel_install.py::test_wheel_install_has_rules_and_runs",
@@ -87,6 +87,7 @@ LONG_RUNNING = {
     "tests/test_positions.py::test_a_quarter_of_the_repo_files_agree",
     "tests/test_cli.py::test_large_generated_file",
     "tests/test_incremental.py::test_memo_gives_a_fresh_lint_findings_over_edits",
+    "tests/test_confirm_template.py::test_a_shared_template_serves_only_runs_of_its_environment",  # two templates
 }
 
 

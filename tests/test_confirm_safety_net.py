@@ -165,6 +165,7 @@ def test_confirmed_only_hides_not_reproduced_and_sets_the_exit_code(tmp_path):
 # ---------------------------------------------------------------------------- long-lived workers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forked", [False, True], ids=["fresh-interpreter", "forked-from-template"])
 def test_one_worker_runs_many_modules_is_recycled_after_n_and_replaced_after_a_crash(forked):
     # one test for the three life-cycle rules, for both ways a worker process starts: a fresh
@@ -242,6 +243,7 @@ def _tagged_processes(tag: str) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers die with their parent through prctl")
 def test_a_killed_run_keeps_finished_modules_and_the_next_run_resumes(tmp_path):
     need("torch", "the confirm pass runs modules under torch.compile")
@@ -344,6 +346,7 @@ def test_discovery_finds_registered_convention_fixture_and_only_asked_for_inferr
 # ---------------------------------------------------------------------------- the threshold reference
 
 
+@pytest.mark.slow
 def test_threshold_variants_reproduce_the_reference_facts_on_cpu():
     """examples/threshold: the issue's four clamp thresholds. The static pass flags only the annealed
     one (FL203: the project model sees the re-assignment in forward); the confirm pass measures:
