@@ -37,8 +37,9 @@ class RunOptions:
     # Called before a fixed text is written; returns False to veto it (the confirm pass's --verify).
     verify_fix: Optional[Callable[[Path, str, str, list[Finding]], bool]] = None
     jobs: Optional[int] = None  # processes that lint files in parallel; None: the available cores
-    # Serve unchanged files from .fusionlint_cache/ (fusionlint/cache). Read-only runs only: a
-    # --fix/--diff run always lints every file.
+    # Serve unchanged files from .fusionlint_cache/ (fusionlint/cache). A --fix/--diff run lints every
+    # file it names and serves or stores no finding, but takes the project model (the other files'
+    # summaries and the propagated facts) from the cache as a read-only run does.
     cache: bool = False
 
 
@@ -93,10 +94,15 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     torch_version = torch_target.resolve(settings.target_torch)
     out.result.target_torch = torch_target.format_version(torch_version)
     # --- findings cache (fusionlint/cache): files whose entry holds for this very tree
-    cache = CacheSession(settings, torch_version) if options.cache and not options.fix else None
+    cache = CacheSession(settings, torch_version) if options.cache else None
+    # A fixing run's findings are not served or stored (a fixed file's are not of the text scanned),
+    # but its model comes from the cache: `fusionlint check --fix one.py` (pre-commit's fix hook) in a
+    # project of thousands of files summarised every one of them again, in one process.
+    serving = cache is not None and not options.fix
     served: dict[Path, Run] = {}
     if cache is not None:
         cache.scan(files, [str(p) for p in paths])
+    if serving:
         served = cache.served_as_is(files)
         if files and len(served) == len(files):  # an unchanged tree: nothing to read, index or lint
             out.result.paths.extend(cache.resolved(path) for path in files if path not in cache.unreadable)
@@ -141,7 +147,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         waiting: list[tuple[str, Path, int]] = []  # (shown, path, hash of the text read): summarised ahead
         for path in files:
             shown = shown_as(path)
-            if cache is not None and cache.add_unread(model, project, shown, path, reread=_Reread(path)):
+            if serving and cache.add_unread(model, project, shown, path, reread=_Reread(path)):
                 sources.append(_Source(path, shown, "", None))  # read only if it is linted (below)
                 out.result.paths.append(cache.resolved(path))
                 continue
@@ -195,17 +201,17 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         model.propagate()  # once, here: forked workers share the result instead of each computing it
         if cache is None and not options.fix:  # no summary changes from here on (the cache keeps whole ones)
             model.drop_bodies()
-        if cache is not None:  # entries made in another tree whose cross-file facts still hold
+        if cache is not None:
             cache.propagate(model)
+        if serving:  # entries made in another tree whose cross-file facts still hold
             served.update(cache.served_after_check([s.path for s in sources if s.path not in served], model, project))
             sources = [_read_late(cache, model, source, out) if source.text_hash is None and source.path not in served
                        else source for source in sources]
             served.update((source.path, source.failed) for source in sources if source.failed is not None)
-            if not options.fix:
-                # as in a run without the cache: the propagated facts are saved (cache.propagate), the
-                # summaries' bodies are stored apart, and no summary changes from here on (timm +
-                # transformers, a cold CLI run with the cache, --jobs 2: peak RSS 207.7 -> 201.1 MiB)
-                model.drop_bodies()
+            # as in a run without the cache: the propagated facts are saved (cache.propagate), the
+            # summaries' bodies are stored apart, and no summary changes from here on (timm +
+            # transformers, a cold CLI run with the cache, --jobs 2: peak RSS 207.7 -> 201.1 MiB)
+            model.drop_bodies()
             cache.instrument(engine)
         # The model's many small objects live for the whole run and hold no cycles: keep the cyclic
         # collector from re-scanning them at every collection of the libcst trees (measured on timm: the
@@ -224,7 +230,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         # back to the system before the lint workers are forked with this process's pages
         _return_free_memory()
         may_write = _WritableArea(paths, settings.root)
-        checker = _FileChecker(engine, settings, options, snapshots, may_write, cache)
+        checker = _FileChecker(engine, settings, options, snapshots, may_write, cache if serving else None)
         to_check = [source for source in sources if source.path not in served]
         checked = iter(_check_all(checker, to_check, options))
         runs = [served[source.path] if source.path in served else next(checked) for source in sources]
@@ -232,8 +238,11 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         out.files_linted = len(to_check)
     finally:
         gc.unfreeze()
-    if cache is not None:
+    if serving:
         cache.finish([(source.shown, one) for source, one in zip(sources, runs)])
+    elif cache is not None:  # the manifest only: no entry, and no snapshot of a tree it may have changed
+        cache.world = None
+        cache.finish()
     return out
 
 

@@ -225,6 +225,59 @@ def test_fix_and_diff_runs_lint_every_file(tmp_path):
     assert diffed.files_linted == 4 and diffed.result.findings
 
 
+VIEW = ("import torch\nfrom torch import nn\n\n\nclass V(nn.Module):\n"
+        "    def forward(self, x):\n        return x.permute(0, 2, 1).view(-1)\n")
+
+
+def _count_summaries(monkeypatch) -> list[str]:
+    import fusionlint.project.model as model_mod
+
+    made: list[str] = []
+    real = model_mod.summarize
+    monkeypatch.setattr(model_mod, "summarize", lambda text, shown, *a, **k: (made.append(shown), real(text, shown, *a, **k))[1])
+    return made
+
+
+def test_a_fix_run_takes_the_other_files_summaries_from_the_cache(tmp_path, monkeypatch):
+    # pre-commit's fix hook names the staged files of a project of thousands: the model of the rest
+    # comes from the cache, as in a read-only run (before, every file was summarised again)
+    files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(20)}
+    root = _project(tmp_path, view=VIEW, **files)
+    _run(root)
+    made = _count_summaries(monkeypatch)
+    fixed = run([str(root / "view.py")], load_settings(root), RunOptions(jobs=1, cache=True, fix=True))
+    assert fixed.result.fixed == 1 and fixed.files_linted == 1
+    assert ".reshape(-1)" in (root / "view.py").read_text()
+    assert made == ["view.py"]  # its fixed text, linted again after the fix; the other 23 from the cache
+    made.clear()
+    again = run([str(root / "view.py")], load_settings(root), RunOptions(jobs=1, cache=True, fix=True))
+    assert again.result.fixed == 0 and made == ["view.py"]  # only the file the fix changed
+    monkeypatch.undo()
+    # and the next read-only run reports the fixed text, not an entry of the text before
+    assert _found(_run(root)) == _found(_run(root, cache=False))
+    assert not [f for f in _run(root).result.findings if f.path == "view.py"]
+
+
+def test_a_fix_run_sees_an_edit_of_a_base_class_in_another_file(tmp_path):
+    root = _project(tmp_path)
+    _run(root)
+    diff = lambda: run([str(root / "sub.py")], load_settings(root), RunOptions(jobs=1, cache=True, fix=True, diff=True))
+    before = diff()
+    assert [f.code for f in before.result.findings] == ["FL101"]  # Sub is an nn.Module through base.py
+    (root / "base.py").write_text(PLAIN_BASE)
+    after = diff()
+    assert after.result.findings == [] and _found(after) == _found(
+        run([str(root / "sub.py")], load_settings(root), RunOptions(jobs=1, cache=False, fix=True, diff=True)))
+
+
+def test_a_fix_run_stores_no_entry_and_no_snapshot(tmp_path):
+    root = _project(tmp_path, view=VIEW)
+    run([str(root)], load_settings(root), RunOptions(jobs=1, cache=True, fix=True, diff=True))
+    assert _entries(root) == [] and _snapshots(root) == []
+    warm = _run(root)  # so the next read-only run lints every file itself
+    assert warm.files_linted == 4
+
+
 def test_parallel_workers_write_entries_that_the_next_run_serves(tmp_path):
     files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(30)}
     root = _project(tmp_path, **files)
