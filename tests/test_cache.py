@@ -278,6 +278,36 @@ def test_a_fix_run_stores_no_entry_and_no_snapshot(tmp_path):
     assert warm.files_linted == 4
 
 
+def _editor_project(root: Path, open_texts: dict[str, str]):
+    """The language server's project of ``root`` indexed as on its first lint, and a lint of sub.py."""
+    from fusionlint.lsp.workspace import Projects
+
+    project = Projects([root]).for_path(str(root / "sub.py"))
+    project.ensure_indexed({str(root / name): text for name, text in open_texts.items()})
+    return project, project.linter.lint((root / "sub.py").read_text(), root / "sub.py")
+
+
+def test_the_language_server_indexes_a_project_from_the_cache(tmp_path, monkeypatch):
+    # its first lint summarised every file of the project first (transformers: 48.7 CPU s)
+    files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(20)}
+    root = _project(tmp_path, **files)
+    for path in root.glob("*.py"):
+        os.utime(path, (OLD, OLD))
+    _run(root)
+    made = _count_summaries(monkeypatch)
+    project, linted = _editor_project(root, {"sub.py": SUB})
+    assert made == [] and len(project.model.files) == 23  # the open buffer, as saved, from the cache too
+    assert [f.code for f in linted.findings] == ["FL101"]  # Sub is an nn.Module through base.py
+    # and what the cache does not hold, or a buffer that differs from the disk, is summarised anew
+    (root / "base.py").write_text(PLAIN_BASE)
+    _, edited = _editor_project(root, {})
+    # (sub.py, not open this time, came without its text: the lint summarises the text it is given)
+    assert made == ["base.py", "sub.py"] and edited.findings == []
+    (root / "base.py").write_text(BASE)
+    _, unsaved = _editor_project(root, {"base.py": PLAIN_BASE})
+    assert unsaved.findings == []
+
+
 def test_parallel_workers_write_entries_that_the_next_run_serves(tmp_path):
     files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(30)}
     root = _project(tmp_path, **files)

@@ -109,8 +109,9 @@ class CacheSession:
         self.questions: dict[tuple, str] = {}  # question -> digest of its answer in this run's model
 
     # -- 1. what the tree is now --------------------------------------------------------------------
-    def scan(self, linted: list[Path], given: list[str]) -> None:
-        """Digest every project file (the linted ones, then every Python file under the root)."""
+    def scan(self, linted: list[Path], given: list[str], others: Optional[list[Path]] = None) -> None:
+        """Digest every project file (the linted ones, then every Python file under the root, or
+        ``others`` where the caller found them: the language server, which lints none here)."""
         manifest = self.store.load_file(self.store.base / "manifest.pickle")
         self._manifest = manifest if isinstance(manifest, dict) else {}
         verified = self.store.load_file(self.store.base / "verified.pickle")
@@ -119,13 +120,15 @@ class CacheSession:
         for path in linted:
             shown = self.shown[path] = shown_as(path)
             self.files.setdefault(shown, self._file(path, shown, True))
-        scope = index_scope(given, self.settings)
-        named = {os.path.realpath(p) for p in given}
-        if not all(os.path.realpath(p) in named for p in scope):  # else they are the linted files already
-            for path in self._project_files(scope):
-                shown = shown_as(path)
-                if shown not in self.files and path.suffix == ".py":
-                    self.files[shown] = self._file(path, shown, False)
+        if others is None:
+            scope = index_scope(given, self.settings)
+            named = {os.path.realpath(p) for p in given}
+            # (all named: they are the linted files already)
+            others = [] if all(os.path.realpath(p) in named for p in scope) else self._project_files(scope)
+        for path in others:
+            shown = shown_as(path)
+            if shown not in self.files and path.suffix == ".py":
+                self.files[shown] = self._file(path, shown, False)
         self.world = digest(repr([(f.shown, f.digest, f.module, f.linted) for f in self.files.values()]).encode(
             "utf-8", "surrogatepass"))
         snapshot = self.store.load_file(self.store.base / _SNAPSHOT)
@@ -643,8 +646,11 @@ def _is_facts(saved) -> bool:
 
 
 def _summary_digest(summary) -> str:
-    if summary is not None and summary.text_hash:
-        summary = dataclasses.replace(summary, text_hash=0)  # per-process str hash: not content
+    if summary is not None and (summary.text_hash or summary.units is not None or summary.outline is not None):
+        # the per-process str hash is not content, and an editor's summary (``keep_units``: its
+        # definitions' units, outline and shapes) says to the model what a run's summary of the same
+        # text says: the language server's buffers then find the propagated facts a CLI run stored
+        summary = dataclasses.replace(summary, text_hash=0, units=None, outline=None, shapes=None)
     return digest(pickle.dumps(summary, protocol=pickle.HIGHEST_PROTOCOL))
 
 
