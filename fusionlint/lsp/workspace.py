@@ -115,10 +115,14 @@ class Project:
             if text is None and cache is not None:
                 if not cache.add_unread(self.model, self.index, shown, path, reread=_Reread(path)):
                     try:
-                        cache.add_to_index(self.index, shown, read_source(path), reread=_Reread(path))
+                        text = read_source(path)
                     except (SourceError, OSError):
-                        pass  # a file that cannot be read adds no facts; linting it will say why
-                continue  # summarised from the cache below (finish_model)
+                        continue  # a file that cannot be read adds no facts; linting it will say why
+                    cache.add_to_index(self.index, shown, text, reread=_Reread(path))
+                    # (here, not in finish_model: the model's files in the order found, in every run,
+                    # as the propagated facts' key and a module name's first file need)
+                    cache.add_linted(self.model, self.index, shown, path, text)
+                continue
             if text is None:
                 try:
                     text = read_source(path)
