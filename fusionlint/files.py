@@ -376,6 +376,20 @@ def read_source(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     return read_source_encoded(path, max_bytes=max_bytes)[0]
 
 
+class CurrentText:
+    """A file's text as it is on disk now, "" once it is gone or unreadable: what the name index reads
+    again for its rare whole-project text searches instead of keeping every text (``reread``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self) -> str:
+        try:
+            return read_source(self.path)
+        except (SourceError, OSError):  # gone or broken since: it has nothing to contribute
+            return ""
+
+
 def read_source_encoded(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, writable: bool = False) -> tuple[str, str]:
     """``(text, encoding)``; ``encoding`` is what ``atomic_write`` needs to reproduce the bytes.
 

@@ -17,7 +17,8 @@ from fusionlint import torch_target
 from fusionlint.cache.session import CacheSession
 from fusionlint.config import Settings
 from fusionlint.files import (
-    DisplayPaths, SourceError, Snapshot, UsageError, WriteRefused, discover, read_source_encoded, write_fixed,
+    CurrentText, DisplayPaths, SourceError, Snapshot, UsageError, WriteRefused, discover, read_source_encoded,
+    write_fixed,
 )
 from fusionlint.lines import split_lines
 from fusionlint.project.scope import index_scope
@@ -147,7 +148,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         waiting: list[tuple[str, Path, int]] = []  # (shown, path, hash of the text read): summarised ahead
         for path in files:
             shown = shown_as(path)
-            if serving and cache.add_unread(model, project, shown, path, reread=_Reread(path)):
+            if serving and cache.add_unread(model, project, shown, path, reread=CurrentText(path)):
                 sources.append(_Source(path, shown, "", None))  # read only if it is linted (below)
                 out.result.paths.append(cache.resolved(path))
                 continue
@@ -162,13 +163,13 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
                 out.result.errors.append(_read_error(shown, exc))
                 continue
             if cache is not None:
-                cache.add_to_index(project, shown, text, reread=_Reread(path))
+                cache.add_to_index(project, shown, text, reread=CurrentText(path))
                 if ahead is not None and shown in ahead:
                     waiting.append((shown, path, hash(text)))
                 else:
                     cache.add_linted(model, project, shown, path, text)
             else:
-                project.add_file(shown, text, reread=_Reread(path))
+                project.add_file(shown, text, reread=CurrentText(path))
                 if ahead is None:
                     model.add(shown, path, text)
                 else:
@@ -330,19 +331,6 @@ def _read_late(cache: CacheSession, model: Project, source: _Source, out: Run) -
             out.result.paths.remove(resolved)
         return _Source(source.path, source.shown, "", None, Run(RunResult(errors=[_read_error(source.shown, exc)])))
     return _Source(source.path, source.shown, encoding, hash(text))
-
-
-class _Reread:
-    """The current text of a linted file, for the index's rare whole-project text searches."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __call__(self) -> str:
-        try:
-            return read_source_encoded(self.path)[0]
-        except (SourceError, OSError):  # gone or broken since: it has nothing to contribute
-            return ""
 
 
 def _read_error(shown: str, exc: Exception) -> FileError:

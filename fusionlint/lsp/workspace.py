@@ -20,20 +20,7 @@ from fusionlint.analysis.project import ProjectIndex
 from fusionlint.project.model import Project as SemanticProject
 from fusionlint.api import Linter
 from fusionlint.config import ConfigError, Settings, find_pyproject, load_settings
-from fusionlint.files import SourceError, discover, display_path, read_source
-
-
-class _Reread:
-    """A file's text as it is on disk now, for the name index's rare whole-project text searches."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __call__(self) -> str:
-        try:
-            return read_source(self.path)
-        except (SourceError, OSError):
-            return ""
+from fusionlint.files import CurrentText, SourceError, discover, display_path, read_source
 
 
 def _model_cache(settings: Settings, files: list[Path]):
@@ -113,12 +100,12 @@ class Project:
             shown = display_path(path, settings.root)
             text = open_paths.get(os.path.abspath(path))
             if text is None and cache is not None:
-                if not cache.add_unread(self.model, self.index, shown, path, reread=_Reread(path)):
+                if not cache.add_unread(self.model, self.index, shown, path, reread=CurrentText(path)):
                     try:
                         text = read_source(path)
                     except (SourceError, OSError):
                         continue  # a file that cannot be read adds no facts; linting it will say why
-                    cache.add_to_index(self.index, shown, text, reread=_Reread(path))
+                    cache.add_to_index(self.index, shown, text, reread=CurrentText(path))
                     # (here, not in finish_model: the model's files in the order found, in every run,
                     # as the propagated facts' key and a module name's first file need)
                     cache.add_linted(self.model, self.index, shown, path, text)
@@ -128,7 +115,7 @@ class Project:
                     text = read_source(path)
                 except (SourceError, OSError):
                     continue  # a file that cannot be read adds no facts; linting it will say why
-            elif cache is not None and text == _Reread(path)():
+            elif cache is not None and text == CurrentText(path)():
                 # an open buffer as saved: its summary (and the digest the propagated facts are keyed
                 # by, which a summary made here would get anew in every process) from the cache too
                 cache.add_to_index(self.index, shown, text)
