@@ -78,8 +78,8 @@ def pytest_collection(session):
 
 
 # Tests that take 10-45 s of wall time on the 2-core machine without compiling anything (pip installs,
-# whole-repository sweeps, a 2 MB file, starting templates); measured with a per-test timer on 2026-12-06. Only an ordering
-# hint (below): a name that no longer matches changes nothing else.
+# whole-repository sweeps, a 2 MB file, starting templates); measured with a per-test timer on
+# 2026-12-06. Only an ordering hint (below): a name that no longer matches changes nothing else.
 LONG_RUNNING = {
     "tests/test_wheel_install.py::test_wheel_install_has_rules_and_runs",
     "tests/test_precommit.py::test_pre_commit_try_repo_end_to_end",
