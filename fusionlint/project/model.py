@@ -497,6 +497,34 @@ class Project:
         return self._facts.get((summary.path, qualname))
 
 
+class _Passed:
+    """The constants compiled calls pass one parameter, as (the constant, the caller's path, the call's
+    line, the caller's facts), one per constant and caller, in the order seen; kept as what is asked of
+    them (a popular helper's list was scanned whole at each call: 2.3 M comparisons on transformers)."""
+
+    __slots__ = ("first", "second", "seen")
+
+    def __init__(self) -> None:
+        self.first: Optional[tuple[str, str, int, FunctionFacts]] = None
+        self.second = None  # the first one whose constant is not the first's
+        self.seen: set[tuple[str, int]] = set()  # (constant, id of the caller's facts)
+
+    def other_than(self, value: str) -> Optional[tuple[str, str, int, FunctionFacts]]:
+        """The first call seen that passed another constant than ``value``."""
+        if self.first is not None and self.first[0] != value:
+            return self.first
+        return self.second
+
+    def add(self, value: str, path: str, line: int, caller: FunctionFacts) -> None:
+        if (value, id(caller)) in self.seen:  # (callers' facts live as long as the propagation)
+            return
+        self.seen.add((value, id(caller)))
+        if self.first is None:
+            self.first = (value, path, line, caller)
+        elif self.second is None and value != self.first[0]:
+            self.second = (value, path, line, caller)
+
+
 class _Propagation:
     """Entry points, then a worklist over call sites: callees become compiled (first chain wins) and
     the tensor-ness of each argument flows into the callee's parameter."""
@@ -511,9 +539,8 @@ class _Propagation:
         # propagation's time on transformers
         self.queued: Counter = Counter()
         self.returns: set[tuple[str, str]] = set()  # compiled functions that return a tensor
-        # (id of the callee's facts, parameter) -> the distinct constants compiled calls pass it: (the
-        # constant, the caller's path, the call's line, the caller's facts)
-        self.passed: dict[tuple, list[tuple[str, str, int, FunctionFacts]]] = {}
+        # (id of the callee's facts, parameter) -> the constants compiled calls pass it
+        self.passed: dict[tuple, _Passed] = {}
         # (id of the callee's facts, parameter) -> why it varies: a size, a loop index... ("sure"), two
         # callers passing other constants ("pairs": how, the two callers), a caller's parameter that
         # varies ("derived": how, the caller's facts, its parameter); sorted out after the propagation
@@ -522,6 +549,14 @@ class _Propagation:
         self.why_varying: dict[tuple, dict] = {}
         # a decorator's wrapper -> the keys of the functions it decorates (the tuples ``facts`` is keyed by)
         self.decorated: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        # id of a call site -> (the site, its callee): what a site reaches depends only on the summaries,
+        # and the rounds ask again for every site of every re-queued function (transformers: 368,000
+        # questions about 53,000 sites, half of the propagation's time)
+        self.callees: dict[int, tuple[CallSite, Optional[tuple]]] = {}
+        # (file, function, how, target) -> the call site that stands for a call whose result a value uses
+        self.result_sites: dict[tuple[str, str, str, str], CallSite] = {}
+        self.overrides: dict[int, tuple[CallSite, tuple]] = {}  # as ``callees``, for ``_overrides``
+        self.uses_results: dict[tuple[str, str], bool] = {}  # ``_uses_call_results`` of each entered function
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
         for summary in list(self.p.files.values()):
@@ -543,8 +578,11 @@ class _Propagation:
             if not new:
                 break
             self.returns |= new
-            for w in self.where.values():
-                if _uses_call_results(w[1]):
+            for key, w in self.where.items():
+                uses = self.uses_results.get(key)
+                if uses is None:
+                    uses = self.uses_results[key] = _uses_call_results(w[1])
+                if uses:
                     self._queue(*w)
         for key, (summary, fn) in self.where.items():
             self.facts[key].tensor_calls = frozenset(
@@ -671,12 +709,13 @@ class _Propagation:
                     wrapper.frames = path + wrapper.frames[-1:]
 
     def _enter(self, summary: FileSummary, fn: FunctionSummary, frames: tuple[str, ...], kind: str) -> Optional[FunctionFacts]:
+        key = (summary.path, fn.qualname)
+        facts = self.facts.get(key)
+        if facts is not None:
+            return facts  # (looked up when it was entered)
         self.p._probe(summary, fn.qualname)
         if any(d in _DISABLE_DECORATORS for d in fn.decorators):
             return None
-        key = (summary.path, fn.qualname)
-        if key in self.facts:
-            return self.facts[key]
         facts = self.facts[key] = FunctionFacts(frames, kind)
         self.where[key] = (summary, fn)
         if kind != "helper":
@@ -751,7 +790,10 @@ class _Propagation:
             if site.how == "self" and fn.cls:
                 # `self.m()` in a method runs the override of the object's own class: a base's
                 # `edge_updater` calling `self.edge_update(...)` runs GATConv's when self is a GATConv
-                for override in self._overrides(summary, fn, site):
+                known_overrides = self.overrides.get(id(site))
+                if known_overrides is None or known_overrides[0] is not site:
+                    known_overrides = self.overrides[id(site)] = (site, tuple(self._overrides(summary, fn, site)))
+                for override in known_overrides[1]:
                     self._flow(summary, fn, facts, known, site, override)
 
     def _overrides(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
@@ -781,19 +823,19 @@ class _Propagation:
         if callee_facts is None:
             return
         params = callee.params[1:] if skip_first and not callee.static else callee.params
-        where = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
         changed = False
         for param, value in zip(params, site.args):
             if param.annotation == "other" or param.name in callee.flag_params:  # the callee says what it takes
                 continue  # (`flag: bool | None`, `flag = default(flag, self.training)`)
             if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                callee_facts.tensor_params[param.name] = where
+                callee_facts.tensor_params[param.name] = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
                 changed = True
-        names = {p.name for p in params if p.annotation != "other" and p.name not in callee.flag_params}
-        for name, value in site.kwargs:
-            if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                callee_facts.tensor_params[name] = where
-                changed = True
+        if site.kwargs:
+            names = {p.name for p in params if p.annotation != "other" and p.name not in callee.flag_params}
+            for name, value in site.kwargs:
+                if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
+                    callee_facts.tensor_params[name] = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
+                    changed = True
         if callee_facts.kind == "helper":
             # a method of this object (not `self.processor(...)`, an attribute object's __call__)
             same_object = site.how in ("self", "super") and callee.name == site.target
@@ -833,16 +875,17 @@ class _Propagation:
             elif how is None and value == HOST_VALUE:
                 how = f"a value read from a tensor at {path}:{site.line}"
             elif how is None and value is not None and not value.startswith("<"):
-                seen = self.passed.setdefault(key, [])
-                other = next((p for p in seen if p[0] != value), None)
+                seen = self.passed.get(key)
+                if seen is None:
+                    seen = self.passed[key] = _Passed()
+                other = seen.other_than(value)
                 if other is not None and other[1:3] == (path, site.line):  # two calls on one line: the line once
                     how = f"{other[0]} and {value} at {path}:{site.line}"
                 elif other is not None:
                     how = f"{other[0]} at {other[1]}:{other[2]}, {value} at {path}:{site.line}"
                 if how is not None:
                     kind = ("pair", how, other[3], caller)
-                if not any(p[0] == value and p[3] is caller for p in seen):
-                    seen.append((value, path, site.line, caller))
+                seen.add(value, path, site.line, caller)
             if how is None:
                 continue
             if why is None:
@@ -896,6 +939,22 @@ class _Propagation:
 
     def _callee(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
         """(file, function, first parameter is the receiver, chain label) for a call site, or None."""
+        known = self.callees.get(id(site))
+        if known is not None and known[0] is site:  # (the site is kept: its id is not reused)
+            return known[1]
+        found = self._find_callee(summary, fn, site)
+        self.callees[id(site)] = (site, found)
+        return found
+
+    def _result_site(self, summary: FileSummary, fn: FunctionSummary, how: str, target: str) -> CallSite:
+        """One call site per (function, callee) whose result a value uses, so that its callee is found once."""
+        key = (summary.path, fn.qualname, how, target)
+        site = self.result_sites.get(key)
+        if site is None:
+            site = self.result_sites[key] = CallSite(how, target, (), (), 0)
+        return site
+
+    def _find_callee(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
         p = self.p
         cls = summary.classes.get(fn.cls) if fn.cls else None
         if site.how in ("self", "super") and cls is not None:
@@ -1034,12 +1093,12 @@ class _Propagation:
             elif what == "call":
                 how = "dotted" if "." in name else "name"
                 target = through_aliases(name, summary.aliases) if how == "dotted" else name
-                if self._call_returns_tensor(summary, fn, CallSite(how, target, (), (), 0)):
+                if self._call_returns_tensor(summary, fn, self._result_site(summary, fn, how, target)):
                     return True
             elif fn.cls is not None and fn.cls in summary.classes:
                 cls = summary.classes[fn.cls]
                 if what == "self-call" and self.p.method(summary, cls, name) is not None:
-                    if self._call_returns_tensor(summary, fn, CallSite("self", name, (), (), 0)):
+                    if self._call_returns_tensor(summary, fn, self._result_site(summary, fn, "self", name)):
                         return True
                     continue
                 attrs = self.p.attribute_facts(summary, cls, name)
