@@ -308,6 +308,31 @@ def test_the_language_server_indexes_a_project_from_the_cache(tmp_path, monkeypa
     assert unsaved.findings == []
 
 
+CALLS_NOTHING = (
+    "import torch\nfrom torch import nn\n\nfrom helpers import helper\n\n\n"
+    "class Model(nn.Module):\n    def forward(self, x):\n        return x + 1\n"
+)
+HELPER = "def helper(x):\n    return x.item()\n"
+
+
+def test_an_edited_buffer_is_propagated_with_its_own_calls_not_the_cached_files(tmp_path):
+    # the cache loads summaries without their function bodies and fills them in before a propagation;
+    # it filled an edited buffer's summary with the bodies of the file on disk (the same functions), so
+    # a call typed into forward was not seen, nor what it compiles in other files
+    root = _project(tmp_path, model=CALLS_NOTHING, helpers=HELPER)
+    for path in root.glob("*.py"):
+        os.utime(path, (OLD, OLD))
+    _run(root)
+    from fusionlint.lsp.workspace import Projects
+
+    project = Projects([root]).for_path(str(root / "model.py"))
+    project.ensure_indexed({str(root / "model.py"): CALLS_NOTHING})  # opened as saved
+    assert project.linter.lint(CALLS_NOTHING, root / "model.py").findings == []
+    project.linter.lint(CALLS_NOTHING.replace("return x + 1", "return helper(x) + 1"), root / "model.py")
+    found = project.linter.lint(HELPER, root / "helpers.py").findings
+    assert [(f.code, f.line, f.chain) for f in found] == [("FL101", 2, ("Model.forward", "helpers.helper"))]
+
+
 def test_parallel_workers_write_entries_that_the_next_run_serves(tmp_path):
     files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(30)}
     root = _project(tmp_path, **files)

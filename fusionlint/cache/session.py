@@ -94,7 +94,9 @@ class CacheSession:
         # that world: one table written per run instead of every entry again
         self._verified: dict[str, tuple[str, str]] = {}
         self._verified_dirty = False
-        self._bodiless: dict[str, str] = {}  # display path -> summary key, for summaries loaded without bodies
+        # display path -> (summary key, the summary): the summaries loaded without their function bodies;
+        # a summary that replaced one in the model since (an editor's buffer, a fixed text) is whole
+        self._bodiless: dict[str, tuple[str, object]] = {}
         self._entries: dict[str, tuple[str, dict]] = {}  # display path -> (key, entry) loaded this run
         # display path -> (entry key, run, unreadable) of the last run whose whole tree was the one of
         # this run (see ``finish``): the runs a warm run serves from one file instead of one per file
@@ -333,7 +335,7 @@ class CacheSession:
         if found is not None:
             found.path = shown  # the entry serves every file of this text and module name (see ``_add``)
             found.text_hash = 0  # not this text's hash until read_late sets it
-            self._bodiless[shown] = self._summary_key(f)
+            self._bodiless[shown] = (self._summary_key(f), found)
             model.add_summary(found)
         else:
             model.remove(shown)
@@ -454,9 +456,9 @@ class CacheSession:
             if not self._fill_bodies(old, self._summary_key(dataclasses.replace(f, digest=old_content))):
                 return None
             if shown in self._bodiless:
-                if not self._fill_bodies(now, self._bodiless[shown]):
+                key, loaded = self._bodiless.pop(shown)
+                if loaded is now and not self._fill_bodies(now, key):
                     return None
-                del self._bodiless[shown]
             from fusionlint.project.model import class_view, propagation_view
 
             if facts_hold:
@@ -495,7 +497,7 @@ class CacheSession:
                 summary.path = shown
                 if text is not None:
                     summary.text_hash = hash(text)  # str hashes differ per process: the model compares them
-                self._bodiless[shown] = key
+                self._bodiless[shown] = (key, summary)
                 model.add_summary(summary)
             return
         if text is None:
@@ -520,9 +522,11 @@ class CacheSession:
     def _bodies_for_propagation(self, model) -> None:
         """Every summary whole before the propagation runs: bodies from the cache, else the file read
         and summarised again (a missing or damaged bodies file), else the file left out as unreadable."""
-        for shown, key in list(self._bodiless.items()):
+        for shown, (key, loaded) in list(self._bodiless.items()):
             summary = model.files.get(shown)
-            if summary is not None and not self._fill_bodies(summary, key):
+            if summary is not loaded:
+                continue  # replaced since (an edited buffer, a fixed text): its bodies are its own text's
+            if not self._fill_bodies(summary, key):
                 f = self.files.get(shown)
                 model.remove(shown)
                 try:
