@@ -114,3 +114,38 @@ def test_a_first_lint_parses_the_file_once_not_once_per_group(tmp_path, monkeypa
     lines.insert(3, "")  # every group below moves: the whole file once again, not group after group
     assert len(lint_and_compare("\n".join(lines))) == 1
     assert linter.engine.memo.whole
+
+
+def test_an_edit_the_propagation_does_not_read_keeps_its_facts(tmp_path, monkeypatch):
+    # the propagation over a whole project is seconds in a large one (transformers: 3.5 CPU s), and
+    # an editor's buffer changes at each keystroke: a change it reads nothing of must not re-run it
+    from fusionlint.project import model as model_mod
+
+    runs: list[int] = []
+    real = model_mod._Propagation.run
+    monkeypatch.setattr(model_mod._Propagation, "run", lambda self: (runs.append(1), real(self))[1])
+    source = "\n".join(lsp_latency.make_source().split("\n")[:400])
+    linter = Linter(Settings(root=tmp_path), memo=True)
+    fresh = Settings(root=tmp_path)
+    lines = source.split("\n")
+
+    def lint(lines: list[str]) -> int:
+        before = len(runs)
+        text = "\n".join(lines)
+        assert _rows(linter.lint(text, "model.py")) == _rows(Linter(fresh).lint(text, "model.py"))
+        return len(runs) - before - 1  # (less the fresh lint's own)
+
+    assert lint(lines) == 1
+    forward = next(i for i, line in enumerate(lines) if "scale = h.mean().item()" in line)
+    lines[forward] += "  # a comment typed"
+    assert lint(lines) == 0
+    lines.append("# the end")
+    lines.append("def not_compiled(x):\n    return x.item()\n")  # nothing calls it
+    assert lint(lines) == 0
+    lines[forward] = lines[forward].replace("h.mean()", "h.sum()")  # not a call of the project's
+    assert lint(lines) == 0
+    mix = next(i for i, line in enumerate(lines) if "return self._mix(h, scale)" in line)
+    lines[mix] = lines[mix].replace("self._mix(h, scale)", "self._mix(h, 0.5)")  # it passes a constant now
+    assert lint(lines) == 1
+    lines.insert(forward, "        pass")  # every later call site moves a line down
+    assert lint(lines) == 1

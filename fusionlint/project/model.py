@@ -136,6 +136,22 @@ class Project:
         summary = summarize(text, shown, module, is_package, previous=old, keep_units=self.keep_units)
         if old is None and summary is None:
             return  # unparsable before and now: nothing the derived facts read has changed
+        if old is not None and summary is not None and summary.module == old.module:
+            # A new text of the same file keeps its place: the files' order decides which file holds a
+            # module name and which chain reaches a function first, so the propagated facts of the
+            # order before hold for the new text when what the propagation read of it is the same (an
+            # edit in an editor's buffer outside the compiled code: a full propagation is seconds in a
+            # project as large as transformers).
+            facts_hold = self._facts_hold(old, summary)
+            self.files[shown] = summary
+            if self.modules.get(old.module) is old:
+                self.modules[old.module] = summary
+            if facts_hold:
+                self._class_memo = {}  # (they hold the summaries they were made from)
+                self._attributes = OrderedDict()
+            else:
+                self._forget()
+            return
         if old is not None:
             if self.modules.get(old.module) is old:  # another file may hold the name (two `train.py` scripts)
                 del self.modules[old.module]
@@ -144,6 +160,14 @@ class Project:
             self.files[shown] = summary
             self.modules.setdefault(module, summary)
         self._forget()
+
+    def _facts_hold(self, old: FileSummary, new: FileSummary) -> bool:
+        """Are the propagated facts (computed with ``old``) those the propagation would give with ``new``?"""
+        if self._facts is None or self._probes is None or self._bodies_dropped:
+            return False
+        entered = frozenset(qualname for path, qualname in self._facts if path == old.path)
+        probed = self._probes.get(old.module, frozenset())
+        return propagation_view(old, entered, probed) == propagation_view(new, entered, probed)
 
     def remove(self, shown: str) -> None:
         """Take a file out (deleted, or no longer readable)."""
