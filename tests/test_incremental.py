@@ -142,6 +142,11 @@ def test_an_edit_the_propagation_does_not_read_keeps_its_facts(tmp_path, monkeyp
     lines.append("# the end")
     lines.append("def not_compiled(x):\n    return x.item()\n")  # nothing calls it
     assert lint(lines) == 0
+    typing = lines[:]
+    typing[forward] = typing[forward].replace("h.mean()", "h.mean(")  # in the middle of an edit
+    before = len(runs)
+    broken = linter.lint("\n".join(typing), "model.py")
+    assert broken.findings == [] and broken.error is not None and len(runs) == before
     lines[forward] = lines[forward].replace("h.mean()", "h.sum()")  # not a call of the project's
     assert lint(lines) == 0
     mix = next(i for i, line in enumerate(lines) if "return self._mix(h, scale)" in line)

@@ -136,6 +136,12 @@ class Project:
         summary = summarize(text, shown, module, is_package, previous=old, keep_units=self.keep_units)
         if old is None and summary is None:
             return  # unparsable before and now: nothing the derived facts read has changed
+        if summary is None and self.keep_units:
+            # An editor's buffer in the middle of an edit (`self.norm(` typed): the last text that parsed
+            # stands for the file (the buffer's own lint reports the syntax error), so the other files'
+            # findings do not come and go with the keystrokes, and the propagated facts still hold when
+            # the text parses again as it was
+            return
         if old is not None and summary is not None and summary.module == old.module:
             # A new text of the same file keeps its place: the files' order decides which file holds a
             # module name and which chain reaches a function first, so the propagated facts of the
