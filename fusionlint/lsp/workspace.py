@@ -96,6 +96,13 @@ class Project:
         # (.fusionlint_cache/, keyed by content), and what is missing is stored there: the first lint
         # in transformers (2,912 files) summarised every file first, 48.7 CPU s before any diagnostic.
         cache = _model_cache(settings, files)
+        if cache is not None:
+            from fusionlint.cache.warm import fill_in_helper
+
+            # no cache yet (the first start at this fusionlint version): a helper process summarises in
+            # forked workers and stores into the cache, then the files come from there, unread
+            if fill_in_helper(cache, settings, files):
+                cache = _model_cache(settings, files)
         for path in files:
             shown = display_path(path, settings.root)
             text = open_paths.get(os.path.abspath(path))
