@@ -861,7 +861,7 @@ class _Summarizer:
 
     def _unit(self, stmt) -> None:
         """A top-level def/class, through ``out.units``: what it adds depends only on its text, its
-        first line (line numbers are recorded) and the aliases before it."""
+        first line (line numbers are recorded), and the aliases and loggers before it."""
         from fusionlint.lines import line_starts
 
         if self._starts is None:
@@ -870,10 +870,13 @@ class _Summarizer:
         first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
         last = stmt.end_lineno or stmt.lineno
         key = (self._text[starts[first - 1] : starts[last] if last < len(starts) else len(self._text)], first,
-               tuple(self.out.aliases.items()))
+               tuple(self.out.aliases.items()), frozenset(self.out.loggers))
         added = self._reuse.get(key)
         if added is None:
-            scratch = FileSummary(self.out.path, self.out.module, self.out.is_package, 0, aliases=dict(self.out.aliases))
+            # what the definition reads of the module before it: the imports, and the loggers bound so far
+            # (`logger.warning_once(...)` breaks the graph: without them an editor's summary missed it)
+            scratch = FileSummary(self.out.path, self.out.module, self.out.is_package, 0, aliases=dict(self.out.aliases),
+                                  loggers=set(self.out.loggers))
             inner = _Summarizer(scratch)
             if isinstance(stmt, ast.ClassDef):
                 inner._class(stmt)
