@@ -527,6 +527,9 @@ class Project:
         return self._facts.get((summary.path, qualname))
 
 
+_UNSEEN = object()  # a memo's slot not filled yet (None is an answer: no callee)
+
+
 class _Passed:
     """The constants compiled calls pass one parameter, as (the constant, the caller's path, the call's
     line, the caller's facts), one per constant and caller, in the order seen; kept as what is asked of
@@ -579,13 +582,17 @@ class _Propagation:
         self.why_varying: dict[tuple, dict] = {}
         # a decorator's wrapper -> the keys of the functions it decorates (the tuples ``facts`` is keyed by)
         self.decorated: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        # id of a call site -> (the site, its callee): what a site reaches depends only on the summaries,
-        # and the rounds ask again for every site of every re-queued function (transformers: 368,000
-        # questions about 53,000 sites, half of the propagation's time)
-        self.callees: dict[int, tuple[CallSite, Optional[tuple]]] = {}
-        # (file, function, how, target) -> the call site that stands for a call whose result a value uses
-        self.result_sites: dict[tuple[str, str, str, str], CallSite] = {}
-        self.overrides: dict[int, tuple[CallSite, tuple]] = {}  # as ``callees``, for ``_overrides``
+        # id of a function -> the callee of each of its call sites, found when first asked (_UNSEEN before):
+        # what a site reaches depends only on the summaries, and the rounds ask again for every site of
+        # every re-queued function (transformers: 368,000 questions about 56,000 sites, half of the
+        # propagation's time). One list per function, not an entry per site: what the propagation keeps
+        # only while it runs is allocated among the facts it keeps, and the memory it held is not given
+        # back (an entry per site left the process 12 MiB larger after it)
+        self.site_callees: dict[int, list] = {}
+        self.site_overrides: dict[int, list] = {}  # as ``site_callees``, for ``_overrides``
+        # (file, function, how, target) -> (the call site that stands for a call whose result a value uses,
+        # its callee or _UNSEEN)
+        self.result_sites: dict[tuple[str, str, str, str], list] = {}
         self.uses_results: dict[tuple[str, str], bool] = {}  # ``_uses_call_results`` of each entered function
 
     def run(self) -> dict[tuple[str, str], FunctionFacts]:
@@ -616,15 +623,16 @@ class _Propagation:
                     self._queue(*w)
         for key, (summary, fn) in self.where.items():
             self.facts[key].tensor_calls = frozenset(
-                site.written for site in fn.calls if site.written and self._call_returns_tensor(summary, fn, site)
+                site.written for i, site in enumerate(fn.calls)
+                if site.written and self.returns and self._returns_tensor(self._site_callee(summary, fn, i))
             ) or NO_NAMES
-            for site in fn.calls:
+            for i, site in enumerate(fn.calls):
                 if site.written and site.written not in self.facts[key].item_calls:
-                    items = self._returned_items(summary, fn, site)
+                    items = self._returned_items(self._site_callee(summary, fn, i))
                     if items is not None:
                         self.facts[key].item_calls[site.written] = items
                 if site.written and site.how in ("name", "dotted"):
-                    found = self._callee(summary, fn, site)
+                    found = self._site_callee(summary, fn, i)
                     returned = _passes_through(found[1]) if found is not None else None
                     if returned is not None:
                         names = tuple(p.name for p in found[1].params)
@@ -647,13 +655,13 @@ class _Propagation:
                 facts.splits_every_call = fn.breaks == 2
             hosts = sparse = None
             known = None  # the constants every compiled caller passes: made when a call needs them
-            for site in fn.calls:
+            for i, site in enumerate(fn.calls):
                 if site.conds and facts.constants:
                     if known is None:
                         known = {n: c for n, c in facts.constants.items() if c is not None}
                     if known and dead_branch(site.conds, known):
                         continue  # in a branch the constants every compiled caller passes rule out
-                found = self._callee(summary, fn, site)
+                found = self._site_callee(summary, fn, i)
                 if found is not None:
                     callee = self.facts.get((found[0].path, found[1].qualname))
                     if callee is not None and callee is not facts:
@@ -811,19 +819,21 @@ class _Propagation:
     def _calls(self, summary: FileSummary, fn: FunctionSummary) -> None:
         facts = self.facts[(summary.path, fn.qualname)]
         known = {n: c for n, c in facts.constants.items() if c is not None}
-        for site in fn.calls:
+        for i, site in enumerate(fn.calls):
             if known and dead_branch(site.conds, known):
                 continue  # in a branch the constants every compiled caller passes rule out
-            found = self._callee(summary, fn, site)
+            found = self._site_callee(summary, fn, i)
             if found is not None:
                 self._flow(summary, fn, facts, known, site, found)
             if site.how == "self" and fn.cls:
                 # `self.m()` in a method runs the override of the object's own class: a base's
                 # `edge_updater` calling `self.edge_update(...)` runs GATConv's when self is a GATConv
-                known_overrides = self.overrides.get(id(site))
-                if known_overrides is None or known_overrides[0] is not site:
-                    known_overrides = self.overrides[id(site)] = (site, tuple(self._overrides(summary, fn, site)))
-                for override in known_overrides[1]:
+                memo = self.site_overrides.get(id(fn))
+                if memo is None:
+                    memo = self.site_overrides[id(fn)] = [_UNSEEN] * len(fn.calls)
+                if memo[i] is _UNSEEN:
+                    memo[i] = tuple(self._overrides(summary, fn, site))
+                for override in memo[i]:
                     self._flow(summary, fn, facts, known, site, override)
 
     def _overrides(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
@@ -967,24 +977,28 @@ class _Propagation:
         self.queue.append((summary, fn))
         self.queued[(summary.path, fn.qualname)] += 1
 
-    def _callee(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
-        """(file, function, first parameter is the receiver, chain label) for a call site, or None."""
-        known = self.callees.get(id(site))
-        if known is not None and known[0] is site:  # (the site is kept: its id is not reused)
-            return known[1]
-        found = self._find_callee(summary, fn, site)
-        self.callees[id(site)] = (site, found)
+    def _site_callee(self, summary: FileSummary, fn: FunctionSummary, i: int):
+        """``_find_callee`` of ``fn``'s i-th call site, found once."""
+        memo = self.site_callees.get(id(fn))  # (the summaries live as long as the propagation: ids stay)
+        if memo is None:
+            memo = self.site_callees[id(fn)] = [_UNSEEN] * len(fn.calls)
+        found = memo[i]
+        if found is _UNSEEN:
+            found = memo[i] = self._find_callee(summary, fn, fn.calls[i])
         return found
 
-    def _result_site(self, summary: FileSummary, fn: FunctionSummary, how: str, target: str) -> CallSite:
-        """One call site per (function, callee) whose result a value uses, so that its callee is found once."""
+    def _result_callee(self, summary: FileSummary, fn: FunctionSummary, how: str, target: str):
+        """The callee of a call (in ``fn``) whose result a value uses, found once."""
         key = (summary.path, fn.qualname, how, target)
-        site = self.result_sites.get(key)
-        if site is None:
-            site = self.result_sites[key] = CallSite(how, target, (), (), 0)
-        return site
+        memo = self.result_sites.get(key)
+        if memo is None:
+            memo = self.result_sites[key] = [CallSite(how, target, (), (), 0), _UNSEEN]
+        if memo[1] is _UNSEEN:
+            memo[1] = self._find_callee(summary, fn, memo[0])
+        return memo[1]
 
     def _find_callee(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
+        """(file, function, first parameter is the receiver, chain label) for a call site, or None."""
         p = self.p
         cls = summary.classes.get(fn.cls) if fn.cls else None
         if site.how in ("self", "super") and cls is not None:
@@ -1123,12 +1137,12 @@ class _Propagation:
             elif what == "call":
                 how = "dotted" if "." in name else "name"
                 target = through_aliases(name, summary.aliases) if how == "dotted" else name
-                if self._call_returns_tensor(summary, fn, self._result_site(summary, fn, how, target)):
+                if self.returns and self._returns_tensor(self._result_callee(summary, fn, how, target)):
                     return True
             elif fn.cls is not None and fn.cls in summary.classes:
                 cls = summary.classes[fn.cls]
                 if what == "self-call" and self.p.method(summary, cls, name) is not None:
-                    if self._call_returns_tensor(summary, fn, self._result_site(summary, fn, "self", name)):
+                    if self.returns and self._returns_tensor(self._result_callee(summary, fn, "self", name)):
                         return True
                     continue
                 attrs = self.p.attribute_facts(summary, cls, name)
@@ -1138,9 +1152,8 @@ class _Propagation:
                     return True
         return False
 
-    def _returned_items(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
-        """``FunctionFacts.item_calls`` of one call: None when its callee returns no tuple with a tensor."""
-        found = self._callee(summary, fn, site)
+    def _returned_items(self, found):
+        """``FunctionFacts.item_calls`` of one call (to ``found``): None when its callee returns no tuple with a tensor."""
         if found is None or not found[1].item_values:
             return None
         callee_file, callee = found[0], found[1]
@@ -1161,11 +1174,8 @@ class _Propagation:
         ) | callee.bool_items
         return (tensors, callee.bool_items) if tensors else None
 
-    def _call_returns_tensor(self, summary: FileSummary, fn: FunctionSummary, site: CallSite) -> bool:
-        """Does the project function this call reaches return a tensor (as far as the rounds so far know)?"""
-        if not self.returns:
-            return False
-        found = self._callee(summary, fn, site)
+    def _returns_tensor(self, found) -> bool:
+        """Does this callee return a tensor (as far as the rounds so far know)?"""
         return found is not None and (found[0].path, found[1].qualname) in self.returns
 
 
