@@ -298,6 +298,7 @@ _QUESTIONS: dict[str, Callable] = {
     "model.function_facts": lambda m, i, shown, qual: m.function_facts(shown, qual),
     "model.binds_logger": lambda m, i, qual: m.binds_logger(qual),
     "model.tensor_classes": lambda m, i, path: None if m.files.get(path) is None else m.tensor_classes(m.files[path]),
+    "model.submodule_items": lambda m, i, path, name, attr: m.submodule_items(*_class_of(m, path, name), attr),
     "index.class_kind": lambda m, i, name: i.class_kind(name),
     "index.python_number_uses": lambda m, i, attr: i.python_number_uses(attr),
     "index.file_mentions": lambda m, i, path, cls: i.file_mentions(path, cls),
