@@ -27,6 +27,7 @@ BASE = "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n"
 PLAIN_BASE = "class Base:\n    pass\n"
 SUB = "from base import Base\n\n\nclass Sub(Base):\n    def forward(self, x):\n        return x.item()\n"
 LEAF = "import torch\n\n\ndef helper(x):\n    return x + 1\n"
+REPO = Path(__file__).resolve().parent.parent
 OLD = 1_600_000_000  # an mtime long past: the cache trusts the stat of files older than 2 seconds
 
 
@@ -353,6 +354,21 @@ def test_an_edit_that_changes_the_propagated_facts_relints_only_the_files_whose_
     edited = _run(root)
     assert edited.files_linted == 2  # caller.py, and leaf.py: its helper's facts came through the moved call
     assert _found(edited) == _found(_run(root, cache=False))
+
+
+def test_every_kind_of_question_a_lint_records_is_one_a_later_run_can_ask(tmp_path, monkeypatch):
+    # a kind the recorder logs and a later run cannot ask counts as changed in every run after an edit
+    from fusionlint.cache import recording
+
+    kinds: set[str] = set()
+    real = recording.Recorder.log
+    monkeypatch.setattr(recording.Recorder, "log", lambda self, question, answer: (kinds.add(question[0]), real(self, question, answer))[1])
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "fixtures", root)
+    (root / "unpacks.py").write_text(UNPACKS)
+    _run(root)
+    assert {"model.submodule_items", "model.function_facts", "model.attributes", "model.has_compiled"} <= kinds
+    assert kinds <= set(recording._QUESTIONS), kinds - set(recording._QUESTIONS)
 
 
 CALLS_NOTHING = (
