@@ -422,14 +422,16 @@ class CacheSession:
             model.import_facts(saved["facts"], saved["probes"])
             self._facts_loaded = True
         elif last is not None and last[1] is not None:
-            model.import_facts(*last[1])
-            self._facts_loaded = self.facts_reused = True
-            self.store.save("facts", self._facts_key, {"facts": last[1][0], "probes": last[1][1]})
+            reused = self.store.load("facts", last[1])
+            if _is_facts(reused):
+                model.import_facts(reused["facts"], reused["probes"])
+                self._facts_loaded = self.facts_reused = True
+                self._save_facts(reused["facts"], reused["probes"])
         if last is not None and last[2]:
             self.model_same_since = last[0]
 
     def _compare_with_last_run(self, model, keys, bases):
-        """(last run's world, its (facts, probes) if they hold for this run's summaries, whether every
+        """(last run's world, the key of its facts if they hold for this run's summaries, whether every
         model question gets the answer it got then), or None when the last run's model is not
         comparable: other settings, other files or file order, other regex-index classes, or more
         than a few summaries changed."""
@@ -442,8 +444,10 @@ class CacheSession:
         changed = [(shown, old_content) for (shown, d), (_, old_d, old_content) in zip(keys, before) if d != old_d]
         if len(changed) > _MAX_CHANGED_SUMMARIES:
             return None
-        saved = self.store.load("facts", last.get("key")) if isinstance(last.get("key"), str) else None
-        facts_hold, classes_hold = _is_facts(saved), True
+        # what the comparison needs of the last run's facts (which functions of each file it entered, and
+        # what it looked up), not the facts: loading those too left the edited run 23 MiB larger
+        saved = self.store.load("facts-index", last.get("key")) if isinstance(last.get("key"), str) else None
+        facts_hold, classes_hold = _is_facts_index(saved), True
         for shown, old_content in changed:
             f, now = self.files.get(shown), model.files.get(shown)
             cached = None
@@ -462,13 +466,13 @@ class CacheSession:
             from fusionlint.project.model import class_view, propagation_view
 
             if facts_hold:
-                entered = frozenset(q for p, q in saved["facts"] if p == old.path)
+                entered = saved["entered"].get(old.path, NO_ENTERED)
                 probed = saved["probes"].get(old.module, frozenset())
                 facts_hold = propagation_view(old, entered, probed) == propagation_view(now, entered, probed)
             classes_hold = classes_hold and class_view(old, model.modules) == class_view(now, model.modules)
             # `binds_logger` answers come from the module-level loggers and the imports (re-exports)
             classes_hold = classes_hold and (old.loggers, old.aliases) == (now.loggers, now.aliases)
-        facts = (saved["facts"], saved["probes"]) if facts_hold else None
+        facts = last.get("key") if facts_hold else None  # (the facts' key: loaded when they are taken)
         # the facts answer function_facts/has_compiled, the classes class_kind/attributes (and the loggers and imports binds_logger), the same
         # files in the same order has/summary
         return last.get("world"), facts, facts_hold and classes_hold and last.get("world") is not None
@@ -514,9 +518,13 @@ class CacheSession:
         bodies = self.store.load("bodies", key)
         if not (isinstance(bodies, dict) and bodies.keys() == summary.functions.keys()):
             return False
+        from fusionlint.project.summary import adopt_values
+
         for qualname, (calls, returns, tensor_uses) in bodies.items():
             fn = summary.functions[qualname]
-            fn.calls, fn.returns, fn.tensor_uses = calls, returns, tensor_uses
+            # one object per equal value across files, as in the summaries a run makes itself: each file's
+            # pickle shares only within itself (the zoo's bodies: 67 MiB more unshared)
+            fn.calls, fn.returns, fn.tensor_uses = adopt_values((calls, returns, tensor_uses))
         return True
 
     def _bodies_for_propagation(self, model) -> None:
@@ -537,6 +545,15 @@ class CacheSession:
                 model.add(shown, f.path, text)
         self._bodiless.clear()
 
+    def _save_facts(self, facts: dict, probes: dict) -> bool:
+        """Store the propagated facts under this run's key, and apart what the next run compares first."""
+        entered: dict[str, set[str]] = {}
+        for path, qualname in facts:
+            entered.setdefault(path, set()).add(qualname)
+        index = {"entered": {path: frozenset(names) for path, names in entered.items()}, "probes": probes}
+        return self.store.save("facts", self._facts_key, {"facts": facts, "probes": probes}) and self.store.save(
+            "facts-index", self._facts_key, index)
+
     def propagate(self, model) -> None:
         """Compute the propagated facts now (before workers fork) and keep them for the next run."""
         model.propagate()
@@ -544,8 +561,7 @@ class CacheSession:
             return
         if not self._facts_loaded:
             facts, probes = model.export_facts(), model.export_probes()
-            stored = facts is not None and probes is not None and self.store.save(
-                "facts", self._facts_key, {"facts": facts, "probes": probes})
+            stored = facts is not None and probes is not None and self._save_facts(facts, probes)
         else:  # read from the entry, or the last run's saved under this key (finish_model)
             stored = self.store.path("facts", self._facts_key).exists()
         # (not by loading the entry back: a second copy of every fact, 18 MiB on timm + transformers,
@@ -643,6 +659,13 @@ def _without_bodies(summary):
 
 def _bodies(summary) -> dict:
     return {q: (fn.calls, fn.returns, fn.tensor_uses) for q, fn in summary.functions.items()}
+
+
+NO_ENTERED: frozenset[str] = frozenset()
+
+
+def _is_facts_index(saved) -> bool:
+    return isinstance(saved, dict) and isinstance(saved.get("entered"), dict) and isinstance(saved.get("probes"), dict)
 
 
 def _is_facts(saved) -> bool:

@@ -60,6 +60,11 @@ def adopt(summary: "FileSummary") -> "FileSummary":
     return _adopt(summary)
 
 
+def adopt_values(value):
+    """``adopt`` for any value a summary holds (a tuple of call sites, a frozenset of names)."""
+    return _adopt(value)
+
+
 _FIELDS: dict[type, Optional[tuple[str, ...]]] = {}
 
 
