@@ -38,6 +38,14 @@ def _project(root: Path, **files: str) -> Path:
     return root
 
 
+def _settled_project(root: Path, **files: str) -> Path:
+    """``_project`` with every file's mtime long past (the cache trusts their stat)."""
+    _project(root, **files)
+    for path in root.glob("*.py"):
+        os.utime(path, (OLD, OLD))
+    return root
+
+
 def _run(root: Path, *, jobs: int = 1, cache: bool = True, overrides=None, **options):
     return run([str(root)], load_settings(root, overrides=overrides), RunOptions(jobs=jobs, cache=cache, **options))
 
@@ -317,9 +325,7 @@ def test_the_language_server_first_index_has_a_helper_fill_the_cache(tmp_path, m
 
     monkeypatch.setattr(warm, "WORKERS", 2)
     files = {f"m{n:02d}": LEAF.replace("helper", f"helper{n}") for n in range(warm.MIN_MISSING)}
-    root = _project(tmp_path, **files)
-    for path in root.glob("*.py"):
-        os.utime(path, (OLD, OLD))
+    root = _settled_project(tmp_path, **files)
     made = _count_summaries(monkeypatch)
     project, linted = _editor_project(root, {"sub.py": SUB})
     assert made == [] and len(project.model.files) == warm.MIN_MISSING + 3
@@ -341,13 +347,11 @@ CALLER = "import torch\nfrom torch import nn\nfrom leaf import helper\n\n\nclass
 
 
 def test_an_edit_that_changes_the_propagated_facts_relints_only_the_files_whose_answers_changed(tmp_path):
-    # every question a lint records must be one the next run can ask again: \`a, b = self.pair(x)\`
+    # every question a lint records must be one the next run can ask again: `a, b = self.pair(x)`
     # asks the model what Pair.forward returns (submodule_items), which no later run could answer, so
     # after any edit that changed the propagated facts every file that had asked it was linted again
     # (an edit inside LlamaAttention.forward: 1,019 of the zoo's files, 158 of the cold run's 219 CPU s)
-    root = _project(tmp_path, unpacks=UNPACKS, caller=CALLER)
-    for path in root.glob("*.py"):
-        os.utime(path, (OLD, OLD))
+    root = _settled_project(tmp_path, unpacks=UNPACKS, caller=CALLER)
     _run(root)
     (root / "caller.py").write_text(CALLER.replace("        return helper(x)", "        x = x + 1\n        return helper(x)"))
     os.utime(root / "caller.py", (OLD + 10, OLD + 10))
@@ -382,9 +386,7 @@ def test_an_edited_buffer_is_propagated_with_its_own_calls_not_the_cached_files(
     # the cache loads summaries without their function bodies and fills them in before a propagation;
     # it filled an edited buffer's summary with the bodies of the file on disk (the same functions), so
     # a call typed into forward was not seen, nor what it compiles in other files
-    root = _project(tmp_path, model=CALLS_NOTHING, helpers=HELPER)
-    for path in root.glob("*.py"):
-        os.utime(path, (OLD, OLD))
+    root = _settled_project(tmp_path, model=CALLS_NOTHING, helpers=HELPER)
     _run(root)
     from fusionlint.lsp.workspace import Projects
 
