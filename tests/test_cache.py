@@ -336,6 +336,14 @@ def test_the_language_server_first_index_has_a_helper_fill_the_cache(tmp_path, m
     shutil.rmtree(root / DIRNAME)
     project, linted = _editor_project(root, {"sub.py": SUB})
     assert len(made) == warm.MIN_MISSING + 4 and [f.code for f in linted.findings] == ["FL101"]
+    # nor does the server wait for ever for one that does not finish
+    monkeypatch.undo()
+    monkeypatch.setattr(warm, "WORKERS", 2)
+    monkeypatch.setattr(warm, "HELPER_TIMEOUT_S", 0.01)
+    made = _count_summaries(monkeypatch)
+    shutil.rmtree(root / DIRNAME)
+    project, linted = _editor_project(root, {"sub.py": SUB})
+    assert len(made) == warm.MIN_MISSING + 4 and [f.code for f in linted.findings] == ["FL101"]
 
 
 UNPACKS = (

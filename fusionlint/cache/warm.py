@@ -28,6 +28,7 @@ from fusionlint.config import Settings
 # Fewer missing summaries than this: a helper's start (an interpreter, the imports) costs more than it saves.
 MIN_MISSING = 64
 WORKERS: Optional[int] = None  # the helper's workers; None: the cores this process may run on
+HELPER_TIMEOUT_S = 900.0  # transformers' 2,912 files took the helper 37 s on two cores
 
 
 def _workers() -> int:
@@ -104,8 +105,11 @@ def fill_in_helper(cache: CacheSession, settings: Settings, files: list[Path]) -
             stderr=subprocess.DEVNULL,
             env=env,
             check=False,
+            # the server waits for it (its first lint is waiting anyway): never for ever, whatever happens
+            # there; the files it did not summarise are summarised by the server
+            timeout=HELPER_TIMEOUT_S,
         )
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
 
