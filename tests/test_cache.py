@@ -372,15 +372,22 @@ def test_every_kind_of_question_a_lint_records_is_one_a_later_run_can_ask(tmp_pa
     # a kind the recorder logs and a later run cannot ask counts as changed in every run after an edit
     from fusionlint.cache import recording
 
-    kinds: set[str] = set()
-    real = recording.Recorder.log
-    monkeypatch.setattr(recording.Recorder, "log", lambda self, question, answer: (kinds.add(question[0]), real(self, question, answer))[1])
+    # and asked again of the same model, each question gets the digest it was logged with (a stand-in
+    # digested for the log, as for ``attributes``, must be the one the later run digests)
+    reads, seen = [], {}
+    real_end, real_model, real_index = recording.Recorder.end, recording.RecordingModel.__init__, recording.RecordingIndex.__init__
+    monkeypatch.setattr(recording.Recorder, "end", lambda self: (lambda out: (reads.extend(out[0] or ()), out)[1])(real_end(self)))
+    monkeypatch.setattr(recording.RecordingModel, "__init__", lambda self, m, r: (seen.setdefault("model", m), real_model(self, m, r))[1])
+    monkeypatch.setattr(recording.RecordingIndex, "__init__", lambda self, i, r: (seen.setdefault("index", i), real_index(self, i, r))[1])
     root = tmp_path / "project"
     shutil.copytree(REPO / "fixtures", root)
     (root / "unpacks.py").write_text(UNPACKS)
     _run(root)
+    kinds = {question[0] for question, _ in reads}
     assert {"model.submodule_items", "model.function_facts", "model.attributes", "model.has_compiled"} <= kinds
     assert kinds <= set(recording._QUESTIONS), kinds - set(recording._QUESTIONS)
+    differ = [read for read in reads if not recording.still_holds([read], seen["model"], seen["index"])]
+    assert differ == []
 
 
 CALLS_NOTHING = (

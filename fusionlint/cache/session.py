@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Optional
 
 import fusionlint
-from fusionlint.cache.recording import RecordingIndex, RecordingModel, Recorder, still_holds
+from fusionlint.cache.recording import Answers, RecordingIndex, RecordingModel, Recorder, still_holds
 from fusionlint.cache.store import FORMAT, Store, digest
 # fusionlint.project.model and .summary are imported where they are used: they pull in libcst,
 # which a warm run (every file served as is) never needs
@@ -108,7 +108,7 @@ class CacheSession:
         # the last run's world, when every model question gets the answer it got in that world: an
         # entry found to hold there needs only its name-index questions asked again
         self.model_same_since: Optional[str] = None
-        self.questions: dict[tuple, str] = {}  # question -> digest of its answer in this run's model
+        self.questions = Answers()  # question -> digest of its answer in this run's model
 
     # -- 1. what the tree is now --------------------------------------------------------------------
     def scan(self, linted: list[Path], given: list[str], others: Optional[list[Path]] = None) -> None:
@@ -280,6 +280,8 @@ class CacheSession:
             if self.world is not None:  # the next run of this tree serves it unchecked
                 self._verified[shown] = (self._entries[shown][0], self.world)
                 self._verified_dirty = True
+        # asked once per run: not kept into the lint phase, whose workers would inherit them
+        self.questions = Answers()
         return out
 
     def read(self, path: Path, shown: str) -> tuple[str, str]:

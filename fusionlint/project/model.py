@@ -430,7 +430,7 @@ class Project:
             kept.move_to_end(key)
             return kept[key]
         out: dict[str, list] = {}
-        for s, c in [*self.mro(summary, cls), *self.subclasses(summary, cls)]:
+        for s, c in self.attribute_sources(summary, cls):
             for attr, facts in c.attrs.items():
                 out.setdefault(attr, []).extend((s, f) for f in facts)
         kept[key] = out
@@ -444,7 +444,11 @@ class Project:
         key = (summary.path, cls.name)
         if key in self._attributes:
             return self._attributes[key].get(attr, [])
-        return [(s, f) for s, c in [*self.mro(summary, cls), *self.subclasses(summary, cls)] for f in c.attrs.get(attr, ())]
+        return [(s, f) for s, c in self.attribute_sources(summary, cls) for f in c.attrs.get(attr, ())]
+
+    def attribute_sources(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
+        """The classes ``attributes`` gathers from, in its order: the class, its bases, its subclasses."""
+        return [*self.mro(summary, cls), *self.subclasses(summary, cls)]
 
     def attr_class(self, summary: FileSummary, fact: AttrFact):
         """The project class an ``object`` attribute is an instance of, if it is a project class."""
