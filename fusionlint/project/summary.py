@@ -75,20 +75,38 @@ def _adopt(value):
     if kind is int:
         return _line(value)
     if kind is tuple:
-        value = tuple([_adopt(item) for item in value])
         try:
-            return _SHARED.setdefault(value, value)
+            # most values are repeats: an equal one shared already is this one, with its parts shared
+            # (the tuple is hashed in C; adopting every part first took the cached bodies of
+            # transformers 3.1 CPU s instead of about 1)
+            known = _SHARED.get(value)
         except TypeError:  # it holds objects compared by contents but not hashed (call sites)
-            return value
+            return tuple([_adopt(item) for item in value])
+        if known is not None:
+            return known
+        value = tuple([_adopt(item) for item in value])
+        return _SHARED.setdefault(value, value)
     if kind is frozenset:
         if not value:
             return NO_NAMES  # (every empty frozenset is equal; the summaries' own are this one)
+        known = _SHARED.get(value)
+        if known is not None:
+            return known
         value = frozenset([_adopt(item) for item in value])
         return _SHARED.setdefault(value, value)
     if kind is dict:
         return {_adopt(key): _adopt(item) for key, item in value.items()}
     if kind is list:
         return [_adopt(item) for item in value]
+    if kind is CallSite:  # by far the most common object of a body: its fields spelled out (no loop)
+        intern = sys.intern
+        value.how, value.target, value.written = intern(value.how), intern(value.target), intern(value.written)
+        value.args, value.kwargs, value.line = _adopt(value.args), _adopt(value.kwargs), _LINES.setdefault(value.line, value.line)
+        if value.consts is not None:
+            value.consts = _adopt(value.consts)
+        if value.conds:
+            value.conds = _adopt(value.conds)
+        return value
     names = _FIELDS.get(kind, ())
     if names == ():
         names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
