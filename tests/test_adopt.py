@@ -53,3 +53,41 @@ def test_a_value_shared_already_is_returned_as_it_is():
     copy = pickle.loads(pickle.dumps(args))
     assert copy == args and copy is not args
     assert adopt_values(copy) is args
+
+
+def _fresh(text: str) -> str:
+    return "".join(list(text))  # a new string object, as an unpickled one is
+
+
+# a value for every field of the objects ``adopt`` spells out field by field; a field added to one of
+# them without a value here fails the test below (and may be missing from ``_adopt_function``)
+_FIELD_VALUES = {
+    "FunctionSummary": lambda: {
+        "qualname": _fresh("Net.forward"), "name": _fresh("forward"), "cls": _fresh("Net"), "parent": _fresh("Net"),
+        "params": (_fresh("p"),), "star": _fresh("args"), "decorators": (_fresh("torch.no_grad"),),
+        "calls": (_fresh("c"),), "tensor_uses": frozenset({_fresh("x")}), "returns": (frozenset({("param", _fresh("x"))}),),
+        "items": (2, frozenset({1})), "bool_items": frozenset({1}), "item_values": ((_fresh("v"),),),
+        "wrappers": (_fresh("inner"),), "break_conds": ((_fresh("flag"), "==", "True", True),),
+        "size_items": frozenset({0}), "flag_params": frozenset({_fresh("flag")}),
+        "static": False, "line": 3, "breaks": 1, "break_line": 4, "returns_host": True, "returns_sparse": False,
+    },
+    "CallSite": lambda: {
+        "how": _fresh("name"), "target": _fresh("helper"), "args": ((_fresh("a"),),), "kwargs": ((_fresh("k"), ()),),
+        "line": 7, "written": _fresh("helper"), "consts": ((_fresh("1"),), ()), "conds": ((_fresh("f"), "is", "None", True),),
+        "every": True,
+    },
+}
+
+
+def test_every_field_of_a_function_and_a_call_site_is_shared_once_adopted():
+    from fusionlint.project import summary
+
+    for name, values in _FIELD_VALUES.items():
+        kind = getattr(summary, name)
+        assert {f.name for f in dataclasses.fields(kind)} == set(values()), name
+        one, other = adopt_values(kind(**values())), adopt_values(kind(**values()))
+        assert one == other == kind(**values())
+        for field in dataclasses.fields(kind):
+            value = getattr(one, field.name)
+            if isinstance(value, (str, tuple, frozenset)):
+                assert getattr(other, field.name) is value, (name, field.name)

@@ -72,6 +72,8 @@ def _adopt(value):
     kind = type(value)
     if kind is str:
         return sys.intern(value)
+    if value is None or kind is bool:
+        return value
     if kind is int:
         return _line(value)
     if kind is tuple:
@@ -107,6 +109,16 @@ def _adopt(value):
         if value.conds:
             value.conds = _adopt(value.conds)
         return value
+    if kind is FunctionSummary:  # the commonest object of a summary: its fields spelled out (most are empty)
+        return _adopt_function(value)
+    if kind is Param:  # (hashable, and most are repeats: `self`, `hidden_states`)
+        known = _PARAMS.get((value.name, value.annotation, value.default, value.literal))
+        if known is not None:
+            return known
+    elif kind is AttrFact:
+        known = _SHARED.get(value)
+        if known is not None:
+            return known
     names = _FIELDS.get(kind, ())
     if names == ():
         names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
@@ -119,6 +131,29 @@ def _adopt(value):
     if kind is AttrFact:
         return _SHARED.setdefault(value, value)
     return value
+
+
+def _adopt_function(fn: "FunctionSummary") -> "FunctionSummary":
+    intern = sys.intern
+    fn.qualname, fn.name, fn.line, fn.break_line = intern(fn.qualname), intern(fn.name), _line(fn.line), _line(fn.break_line)
+    if fn.cls is not None:
+        fn.cls = intern(fn.cls)
+    if fn.parent is not None:
+        fn.parent = intern(fn.parent)
+    if fn.star is not None:
+        fn.star = intern(fn.star)
+    fn.params, fn.decorators, fn.calls, fn.returns = _adopt(fn.params), _adopt(fn.decorators), _adopt(fn.calls), _adopt(fn.returns)
+    fn.tensor_uses, fn.bool_items, fn.size_items, fn.flag_params = (
+        _adopt(fn.tensor_uses), _adopt(fn.bool_items), _adopt(fn.size_items), _adopt(fn.flag_params))
+    if fn.items is not None:
+        fn.items = _adopt(fn.items)
+    if fn.item_values:
+        fn.item_values = _adopt(fn.item_values)
+    if fn.wrappers:
+        fn.wrappers = _adopt(fn.wrappers)
+    if fn.break_conds:
+        fn.break_conds = _adopt(fn.break_conds)
+    return fn  # (static, breaks, returns_host, returns_sparse: bools and a small int, kept)
 
 
 def forget_shared() -> None:
