@@ -561,13 +561,16 @@ class CacheSession:
         return self.store.save("facts", self._facts_key, {"facts": facts, "probes": probes}) and self.store.save(
             "facts-index", self._facts_key, index)
 
-    def propagate(self, model) -> None:
-        """Compute the propagated facts now (before workers fork) and keep them for the next run."""
+    def propagate(self, model, then_drop_bodies: bool = False) -> None:
+        """Compute the propagated facts now (before workers fork) and keep them for the next run;
+        ``then_drop_bodies``: ``model.drop_bodies()`` once they are computed, before they are saved."""
         model.propagate()
+        facts, probes = model.export_facts(), model.export_probes()
+        if then_drop_bodies:
+            model.drop_bodies()
         if self._facts_key is None:
             return
         if not self._facts_loaded:
-            facts, probes = model.export_facts(), model.export_probes()
             stored = facts is not None and probes is not None and self._save_facts(facts, probes)
         else:  # read from the entry, or the last run's saved under this key (finish_model)
             stored = self.store.path("facts", self._facts_key).exists()
