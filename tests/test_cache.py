@@ -918,3 +918,22 @@ def test_a_store_reads_back_files_of_any_size_whole(tmp_path):
     empty.write_bytes(b"")
     assert store.load("findings", "ef" * 16) is None  # no header: absent, as a truncated file is
     assert store.load_file(tmp_path) is None  # a directory: absent too
+
+
+def test_cache_files_of_any_size_read_back_whole_and_a_cut_one_reads_as_absent(tmp_path):
+    from fusionlint.cache import store as store_module
+
+    chunk = store_module._CHUNK
+    for size in (0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk + 5):
+        path = tmp_path / f"raw-{size}"
+        data = os.urandom(size)
+        path.write_bytes(data)
+        assert bytes(store_module._read_whole(path)) == data, size
+    cache = Store(tmp_path / "project", "gen")
+    value = {"facts": [("a" * 50, n) for n in range(20_000)]}  # a pickle of several chunks
+    assert cache.save("facts", "k" * 32, value)
+    assert cache.load("facts", "k" * 32) == value
+    path = cache.path("facts", "k" * 32)
+    assert path.stat().st_size > 2 * chunk
+    path.write_bytes(path.read_bytes()[:-1])
+    assert cache.load("facts", "k" * 32) is None

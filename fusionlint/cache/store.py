@@ -96,8 +96,8 @@ class Store:
         head = len(FORMAT) + _DIGEST_SIZE * 2
         if len(data) < head or not data.startswith(FORMAT):
             return None
-        payload = data[head:]
-        if data[len(FORMAT) : head].decode("ascii", "replace") != digest(payload):
+        payload = memoryview(data)[head:]  # (not a copy: the facts' file is 4 MB on the zoo)
+        if bytes(data[len(FORMAT) : head]).decode("ascii", "replace") != digest(payload):
             return None  # truncated or damaged
         try:
             return pickle.loads(payload)
@@ -117,7 +117,7 @@ class Store:
         payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(path, FORMAT + digest(payload).encode("ascii") + payload)
+            _write_atomic(path, FORMAT, digest(payload).encode("ascii"), payload)
         except OSError:
             return False
         return True
@@ -161,27 +161,52 @@ class Store:
         return gone
 
 
-def _read_whole(path: "Path | str") -> bytes:
+_CHUNK = 1 << 16
+
+
+def _read_whole(path: "Path | str") -> "bytes | bytearray":
     """The file's bytes through ``os.read`` until the end: a run after an edit reads about 9,700 cache
     files, and ``open(path, "rb").read()`` (a buffered reader and its ``fstat`` calls) took 0.15-0.20 CPU s
-    for them on timm + transformers against 0.07-0.08 s."""
+    for them on timm + transformers against 0.07-0.08 s. A file larger than one read goes into one
+    buffer of its size, read in place: joining the chunks held the file twice for a while."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            chunks.append(chunk)
+        first = os.read(fd, _CHUNK)
+        if len(first) < _CHUNK:
+            rest = os.read(fd, _CHUNK) if first else b""
+            if not rest:
+                return first
+            first += rest
+        buf = bytearray(max(os.fstat(fd).st_size, len(first)))
+        buf[: len(first)] = first
+        done = len(first)
+        del first
+        with open(fd, "rb", buffering=0, closefd=False) as raw:
+            while True:
+                if done == len(buf):  # (grown since the fstat: read on in chunks)
+                    more = raw.read(_CHUNK)
+                    if not more:
+                        return buf
+                    buf += more
+                    done += len(more)
+                    continue
+                with memoryview(buf) as view:
+                    n = raw.readinto(view[done:])
+                if not n:
+                    del buf[done:]
+                    return buf
+                done += n
     finally:
         os.close(fd)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _write_atomic(path: Path, *parts: bytes) -> None:
+    """``parts`` one after the other (a header and a large payload are not joined in memory first)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for part in parts:
+                fh.write(part)
         os.replace(tmp, path)
     except BaseException:
         try:
