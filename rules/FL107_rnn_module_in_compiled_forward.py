@@ -211,10 +211,11 @@ def _rnn_call(node: cst.Call, ctx) -> Optional[tuple[str, str, str]]:
         return attr, kind, ""
     # a base's forward calling what a subclass's __init__ (maybe in another file) makes an RNN:
     # timm's Sequencer2d sets `self.rnn_v = RNNIdentity()` in RNN2dBase and nn.LSTM in LSTM2d
-    for ctor, at in cls.submodule_ctors.get(attr, {}).items():
+    for ctor in cls.submodule_ctors.get(attr, ()):
         kind = _rnn_kind(ctor)
         if kind is not None:
-            return attr, kind, f" (assigned at {at})"
+            at = cls.submodule_set_at(attr, ctor) if cls.submodule_set_at is not None else None
+            return attr, kind, f" (assigned at {at})" if at else ""
     return None
 
 

@@ -937,3 +937,81 @@ def test_cache_files_of_any_size_read_back_whole_and_a_cut_one_reads_as_absent(t
     assert path.stat().st_size > 2 * chunk
     path.write_bytes(path.read_bytes()[:-1])
     assert cache.load("facts", "k" * 32) is None
+
+
+def test_a_kept_lint_reads_attribute_lines_only_through_submodule_set_at(tmp_path, monkeypatch):
+    # the cache digests ``attributes`` answers without the facts' lines (a line inserted above a base class
+    # kept none of its subclasses' 824 entries in the zoo); any other read of a line while a file whose entry
+    # is kept is linted would let a finding's text go stale
+    from fusionlint.cache import recording
+    from fusionlint.project.summary import AttrFact
+
+    slot = AttrFact.__dict__["line"]
+    linting, reads, stale, seen = [False], [], [], set()
+
+    def read_line(fact):
+        if linting[0]:
+            code = sys._getframe(1).f_code
+            reads.append((Path(code.co_filename).name, code.co_name))
+            seen.add(reads[-1])
+        return slot.__get__(fact, AttrFact)
+
+    monkeypatch.setattr(AttrFact, "line", property(read_line, lambda fact, value: slot.__set__(fact, value)))
+    begin, end = recording.Recorder.begin, recording.Recorder.end
+
+    def begin_lint(self):
+        linting[0] = True
+        reads.clear()
+        return begin(self)
+
+    def end_lint(self):
+        linting[0] = False
+        out = end(self)
+        if out[1]:  # kept: every read must be one the entry recorded whole
+            stale.extend(r for r in reads if r not in {("model.py", "submodule_set_at"), ("<string>", "__hash__"), ("<string>", "__eq__")})
+        return out
+
+    monkeypatch.setattr(recording.Recorder, "begin", begin_lint)
+    monkeypatch.setattr(recording.Recorder, "end", end_lint)
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "fixtures", root)
+    (root / "rnn_base.py").write_text(RNN_BASE)
+    (root / "rnn_sub.py").write_text(RNN_SUB.replace("from base import", "from rnn_base import") + "\n\nmodel = torch.compile(Sub())\n")
+    _run(root)
+    assert ("model.py", "submodule_set_at") in seen  # (the fixtures' FL107 names where an RNN is set)
+    assert stale == []
+
+
+RNN_BASE = (
+    "import torch\nfrom torch import nn\n\n\nclass Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.scale = 2.0\n        self.rnn = nn.Identity()  # an LSTM in a subclass\n\n"
+    "    def forward(self, x):\n        h, _ = self.rnn(x)\n        return h * self.scale\n"
+)
+# timm's Sequencer2d: the base's forward calls what the subclass's __init__ makes an LSTM
+RNN_SUB = (
+    "from torch import nn\n\nfrom base import Base\n\n\nclass Sub(Base):\n    def __init__(self):\n"
+    "        super().__init__()\n        self.rnn = nn.LSTM(4, 4)\n"
+)
+
+
+def test_a_line_inserted_above_a_class_lints_a_file_that_reads_its_attributes_again_only_where_it_shows_a_line(tmp_path):
+    # the attribute facts' lines are left out of the digest of ``attributes``; the one place the lint reads
+    # them (where a module attribute is set: FL107 names it) is a question of its own
+    root = _settled_project(tmp_path, base=RNN_BASE.replace("h, _ = self.rnn(x)", "h = x"), sub=RNN_SUB)
+    _run(root)
+    (root / "sub.py").write_text("# a line above everything\n" + RNN_SUB)
+    os.utime(root / "sub.py", (OLD + 10, OLD + 10))
+    edited = _run(root)
+    assert edited.files_linted == 1  # sub.py: base.py reads Sub's attributes, none of their lines
+    assert _found(edited) == _found(_run(root, cache=False))
+
+    (tmp_path / "rnn").mkdir()
+    root = _settled_project(tmp_path / "rnn", base=RNN_BASE, sub=RNN_SUB)
+    cold = _run(root)
+    assert any(f.path == "base.py" and "sub.py:9" in f.message for f in cold.result.findings), _found(cold)
+    (root / "sub.py").write_text("# a line above everything\n" + RNN_SUB)
+    os.utime(root / "sub.py", (OLD + 10, OLD + 10))
+    edited = _run(root)
+    assert edited.files_linted == 2  # and base.py, whose finding names where the LSTM is set
+    assert any(f.path == "base.py" and "sub.py:10" in f.message for f in edited.result.findings)
+    assert _found(edited) == _found(_run(root, cache=False))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -104,9 +104,11 @@ class ClassInfo:
     buffers: set[str] = field(default_factory=set)
     tensor_attrs: set[str] = field(default_factory=set)  # self.x = torch.ones(...) in __init__
     submodules: dict[str, str] = field(default_factory=dict)  # attr -> constructor qualname
-    # attr -> {constructor qualname: "path:line"} for every module the class, a base or a subclass (any
-    # file) assigns to it: a base's forward calls whatever a subclass's __init__ put there (project model)
-    submodule_ctors: dict[str, dict[str, str]] = field(default_factory=dict)
+    # attr -> the constructor qualnames of every module the class, a base or a subclass (any file) assigns
+    # to it: a base's forward calls whatever a subclass's __init__ put there (project model)
+    submodule_ctors: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # (attr, constructor) -> "path:line" where it is set (Project.submodule_set_at), when the model is known
+    submodule_set_at: Optional[Callable[[str, str], Optional[str]]] = field(default=None, repr=False, compare=False)
     # attr -> (length, positions surely no tensor) of the tuples its class's forward returns
     # (fusionlint.project.model.Project.submodule_items), for `a, b = self.attr(x)`
     submodule_items: dict[str, tuple[int, frozenset[int]]] = field(default_factory=dict)

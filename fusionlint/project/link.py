@@ -9,9 +9,7 @@ attribute) reaches them, and parameters that are tensors because a compiled call
 from __future__ import annotations
 
 from fusionlint.analysis.index import FileIndex
-from fusionlint.project.model import Project
-
-_MODULE_KINDS = frozenset({"object", "modules"})
+from fusionlint.project.model import MODULE_KINDS, Project
 
 
 def apply_project(index: FileIndex, model: Project, path: str) -> None:
@@ -25,10 +23,12 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
             continue
         if info.kind is None:
             info.kind = model.class_kind(summary, cls)
+        for attr, ctors in model.submodule_ctors(summary, cls).items():
+            info.submodule_ctors[attr] = tuple(dict.fromkeys((*info.submodule_ctors.get(attr, ()), *ctors)))
+        # asked only where a finding shows it: see Project.submodule_set_at
+        info.submodule_set_at = lambda attr, ctor, summary=summary, cls=cls: model.submodule_set_at(summary, cls, attr, ctor)
+        # (the facts' kinds only)
         for attr, facts in model.attributes(summary, cls).items():
-            for owner, fact in facts:
-                if fact.kind in _MODULE_KINDS and fact.ctor:
-                    info.submodule_ctors.setdefault(attr, {}).setdefault(fact.ctor, f"{owner.path}:{fact.line}")
             if attr in info.submodules or attr in info.params or attr in info.buffers or attr in info.tensor_attrs:
                 continue  # the class's own __init__ said what it is
             for _, fact in facts:
@@ -38,7 +38,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
                     info.buffers.add(attr)
                 elif fact.kind == "tensor" and fact.method == "__init__":
                     info.tensor_attrs.add(attr)
-                elif fact.kind in _MODULE_KINDS and fact.ctor:
+                elif fact.kind in MODULE_KINDS and fact.ctor:
                     info.submodules[attr] = fact.ctor
                 else:
                     continue

@@ -446,6 +446,27 @@ class Project:
             return self._attributes[key].get(attr, [])
         return [(s, f) for s, c in self.attribute_sources(summary, cls) for f in c.attrs.get(attr, ())]
 
+    def submodule_ctors(self, summary: FileSummary, cls: ClassSummary) -> dict[str, tuple[str, ...]]:
+        """attr -> the constructors of the modules it is set to, in ``attributes``' order (where each is set:
+        ``submodule_set_at``)."""
+        out: dict[str, dict[str, None]] = {}
+        for attr, facts in self.attributes(summary, cls).items():
+            for _, fact in facts:
+                if fact.kind in MODULE_KINDS and fact.ctor:
+                    out.setdefault(attr, {})[fact.ctor] = None
+        return {attr: tuple(ctors) for attr, ctors in out.items()}
+
+    def submodule_set_at(self, summary: FileSummary, cls: ClassSummary, attr: str, ctor: str) -> Optional[str]:
+        """"path:line" of the first write that sets ``attr`` to a ``ctor`` module (``submodule_ctors``). The
+        only place the lint reads an attribute fact's line, asked when a finding shows it: the findings cache
+        digests ``attributes`` without lines, so that a line inserted above a base class keeps its
+        subclasses' entries (the zoo: 824 of them for a line at the top of transformers' modeling_utils.py),
+        and records this answer on its own."""
+        for owner, fact in self.attributes(summary, cls).get(attr, ()):
+            if fact.kind in MODULE_KINDS and fact.ctor == ctor:
+                return f"{owner.path}:{fact.line}"
+        return None
+
     def attribute_sources(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
         """The classes ``attributes`` gathers from, in its order: the class, its bases, its subclasses."""
         return [*self.mro(summary, cls), *self.subclasses(summary, cls)]
@@ -532,6 +553,7 @@ class Project:
 
 
 _UNSEEN = object()  # a memo's slot not filled yet (None is an answer: no callee)
+MODULE_KINDS = frozenset({"object", "modules"})  # attribute facts of a module set to the attribute
 
 
 class _Passed:
