@@ -11,12 +11,16 @@ then each run is a fresh process calling ``fusionlint.runner.run`` with the cach
   cached propagation is reused);
 - edit (function appended): a new function at the end of ``timm/layers/mlp.py`` (a module much of
   timm imports; its summary changes, but not in anything the propagation reads): that file alone;
+- edit (a line in forward): a line inserted at the top of ``LlamaAttention.forward`` (timm: ``Attention.forward``
+  of ``vision_transformer.py``): the calls below it move, and their lines are in the propagated facts, so
+  the propagation runs again and the files whose questions now get other answers are linted again;
+  then the edit undone (the facts of the first run are stored: the propagation is not run);
 - edit (base class): a line inserted at the top of the file that defines a widely used base class
   (every line of it moves, so the attribute facts its subclasses read change): that file plus
   the files whose questions now get other answers are linted again.
 
-Each row: wall s, CPU s (the process and its workers), files linted by the engine (the rest
-were served from the cache), findings. The CLI's own warm wall time (interpreter start and
+Each row: wall s, CPU s (the process and its workers), peak resident size of the largest of those
+processes, files linted by the engine (the rest were served from the cache), findings. The CLI's own warm wall time (interpreter start and
 imports included) is printed last.
 """
 
@@ -31,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "bench"))
@@ -44,12 +49,14 @@ from fusionlint.runner import RunOptions, run
 def cpu():
     a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+def peak_mib():  # ru_maxrss: KiB on Linux; the children's is the largest child's
+    return max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
 root, jobs, cache = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "cache"
 c0, t1 = cpu(), time.perf_counter()
 out = run([str(root)], load_settings(root), RunOptions(jobs=jobs, cache=cache))  # as the CLI does
 found = [[f.path, f.line, f.column, f.code, f.message] for f in out.result.findings]
 found += [[e.path, e.line, e.message] for e in out.result.errors]
-print(json.dumps({"wall": time.perf_counter() - t1, "cpu": cpu() - c0, "import": t1 - t0,
+print(json.dumps({"wall": time.perf_counter() - t1, "cpu": cpu() - c0, "import": t1 - t0, "peak": peak_mib(),
                   "linted": out.files_linted, "files": out.result.files_checked,
                   "findings": len(out.result.findings), "errors": len(out.result.errors), "found": found}))
 """
@@ -58,6 +65,23 @@ print(json.dumps({"wall": time.perf_counter() - t1, "cpu": cpu() - c0, "import":
 # the file that gets a function appended
 _APPEND = ["timm/layers/mlp.py", "transformers/modeling_utils.py"]
 _BASES = [("transformers/modeling_utils.py", "PreTrainedModel"), ("timm/layers/mlp.py", "Mlp")]
+# (file, class) whose forward gets a line inserted at its top, tried in this order
+_FORWARDS = [("transformers/models/llama/modeling_llama.py", "LlamaAttention"), ("timm/models/vision_transformer.py", "Attention")]
+
+
+def _with_line_in_forward(text: str, cls: str) -> Optional[str]:
+    """``text`` with ``_probe = 1`` inserted before the first statement of ``cls.forward``, or None."""
+    import ast
+
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                    first = item.body[0]
+                    lines = text.split("\n")
+                    lines.insert(first.lineno - 1, " " * first.col_offset + "_probe = 1  # inserted by bench/cache.py")
+                    return "\n".join(lines)
+    return None
 
 
 def _one(root: Path, jobs: int, cache: bool = True) -> dict:
@@ -97,8 +121,8 @@ def main() -> int:
         print(f"corpus: {', '.join(str(r) for r in roots)}; {lines:,} lines; jobs={args.jobs}; "
               f"load average before: {_load()}; {time.strftime('%Y-%m-%d %H:%M')}; {os.cpu_count()} CPUs")
         print()
-        print("| run | wall s | CPU s | files linted | files | findings | errors |")
-        print("|---|---|---|---|---|---|---|")
+        print("| run | wall s | CPU s | peak RSS MiB | files linted | files | findings | errors |")
+        print("|---|---|---|---|---|---|---|---|")
 
         def row(label: str) -> None:
             r = _one(project, args.jobs)
@@ -106,7 +130,7 @@ def main() -> int:
             if args.verify and label.startswith("edit"):
                 same = " (same as --no-cache)" if _one(project, args.jobs, cache=False)["found"] == r["found"] else \
                     " (DIFFERENT from --no-cache)"
-            print(f"| {label} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['linted']:,} | {r['files']:,} | "
+            print(f"| {label} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['peak']:.1f} | {r['linted']:,} | {r['files']:,} | "
                   f"{r['findings']:,}{same} | {r['errors']} |", flush=True)
 
         row("cold (no cache)")
@@ -126,6 +150,15 @@ def main() -> int:
                 fh.write("\n\ndef appended_by_bench(x):\n    return x * 2\n")
             row(f"edit (function appended) {appended.relative_to(project)}")
             row("warm after the edit")
+        forward = next(((project / f, c) for f, c in _FORWARDS if (project / f).is_file()), None)
+        if forward is not None:
+            before = forward[0].read_text(encoding="utf-8")
+            edited = _with_line_in_forward(before, forward[1])
+            if edited is not None:
+                forward[0].write_text(edited, encoding="utf-8")
+                row(f"edit (a line in {forward[1]}.forward) {forward[0].relative_to(project)}")
+                forward[0].write_text(before, encoding="utf-8")
+                row("the edit undone")
         base = next(((project / f, c) for f, c in _BASES if (project / f).is_file()), None)
         if base is not None:
             text = base[0].read_text(encoding="utf-8")
