@@ -1015,3 +1015,33 @@ def test_a_line_inserted_above_a_class_lints_a_file_that_reads_its_attributes_ag
     assert edited.files_linted == 2  # and base.py, whose finding names where the LSTM is set
     assert any(f.path == "base.py" and "sub.py:10" in f.message for f in edited.result.findings)
     assert _found(edited) == _found(_run(root, cache=False))
+
+
+PASSES_THROUGH = (
+    "import torch\nfrom torch import nn\n\n\n"
+    "def pick(first, second, use_first):\n    return first if use_first else second\n\n\n"
+    "def either(a, b, c):\n    return a or b or c\n\n\n"
+    "class Net(nn.Module):\n    def forward(self, x, y, flag=True):\n"
+    "        return pick(x, y, flag) + either(x, y, x)\n"
+)
+_FACTS_DIGEST = (
+    "import sys\nfrom pathlib import Path\nfrom fusionlint.project.model import Project\n"
+    "from fusionlint.cache.recording import answer_digest\n"
+    "model = Project()\n"
+    "for path in sorted(Path(sys.argv[1]).glob('*.py')):\n"
+    "    model.add(path.name, path, path.read_text())\n"
+    "model.propagate()\n"
+    "print(answer_digest(model.export_facts()))\n"
+)
+
+
+def test_the_propagated_facts_do_not_follow_the_hash_seed(tmp_path):
+    # a function that returns one of its parameters got them in the order of a frozenset's iteration: the
+    # facts differed from run to run, so did their digests, and the files asking about them were linted again
+    root = _project(tmp_path, net=PASSES_THROUGH)
+    digests = {
+        subprocess.run([sys.executable, "-c", _FACTS_DIGEST, str(root)], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
+        for seed in ("1", "2", "3", "4", "5", "6")
+    }
+    assert len(digests) == 1 and "" not in digests, digests

@@ -1446,16 +1446,18 @@ def _passes_through(fn: FunctionSummary) -> Optional[tuple[str, ...]]:
     if not fn.returns or fn.cls is not None or fn.star:
         return None
     names = {p.name for p in fn.params}
-    returned: list[str] = []
+    returned: set[str] = set()
     for value in fn.returns:
         if not value:
             return None
         for atom in value:
             if not (isinstance(atom, tuple) and atom[0] == "param" and atom[1] in names):
                 return None
-            if atom[1] not in returned:
-                returned.append(atom[1])
-    return tuple(returned)
+            returned.add(atom[1])
+    # in the parameters' order: a value is a frozenset, whose order follows the process's string hash seed,
+    # and the facts (and so the findings cache's digests of them) must not (58 functions of the zoo
+    # differed between two runs, and 50 files were linted again after an edit for that alone)
+    return tuple(p.name for p in fn.params if p.name in returned)
 
 
 def _entry_params(fn: FunctionSummary, chain: str, kind: str) -> dict[str, str]:
