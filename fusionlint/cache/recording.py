@@ -91,8 +91,8 @@ class ClassesRead:
 
 class Answers(dict):
     """question -> digest of its answer in one run's model (many entries ask the same questions: the
-    attributes of a shared base class, a helper's facts), and ``texts``, each class's attribute facts
-    rendered (``ClassesRead``)."""
+    attributes of a shared base class, a helper's facts), and ``texts``, the digest of each class's
+    attribute facts as ``ClassesRead`` renders them."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -23,8 +23,7 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
             continue
         if info.kind is None:
             info.kind = model.class_kind(summary, cls)
-        for attr, ctors in model.submodule_ctors(summary, cls).items():
-            info.submodule_ctors[attr] = tuple(dict.fromkeys((*info.submodule_ctors.get(attr, ()), *ctors)))
+        info.submodule_ctors = model.submodule_ctors(summary, cls)
         # asked only where a finding shows it: see Project.submodule_set_at
         info.submodule_set_at = lambda attr, ctor, summary=summary, cls=cls: model.submodule_set_at(summary, cls, attr, ctor)
         # (the facts' kinds only)
