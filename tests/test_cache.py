@@ -555,6 +555,30 @@ NET = ("import torch.nn as nn\n\nfrom helpers import scale, shift\n\n\nclass Net
        "    def forward(self, x):\n        return scale(x) + shift(x)\n")
 
 
+GATE = "import torch\n\n\ndef gate(x):\n    if x.sum() > 0:\n        return x\n    return -x\n"
+GATED = ("import torch.nn as nn\n\nfrom helpers import gate\n\n\nclass Net(nn.Module):\n"
+         "    def forward(self, x):\n        y = x * 2\n        return gate(y)\n")
+
+
+def test_lines_moved_in_compiled_code_keep_the_facts_and_the_reasons_show_the_new_lines(tmp_path, monkeypatch):
+    root = _project(tmp_path, helpers=GATE, net=GATED)
+    first = _run(root)
+    assert "passed from Net.forward at net.py:9)" in [f.message for f in first.result.findings if f.path == "helpers.py"][0]
+    runs = _count_propagations(monkeypatch)
+    # a comment line and a statement without calls above the call to gate: its line moves, nothing else
+    (root / "net.py").write_text(GATED.replace("        y = x * 2\n", "        # doubled\n        y = x * 2\n        z = 1\n"))
+    edited = _run(root)
+    assert runs == []  # the facts hold no lines: kept
+    # helpers.py (unchanged) is linted again: its finding shows the call's line, which moved
+    assert edited.files_linted == 2
+    assert "passed from Net.forward at net.py:11)" in [f.message for f in edited.result.findings if f.path == "helpers.py"][0]
+    # a comment appended below: no line the facts name moves, helpers.py's entry is served
+    (root / "net.py").write_text((root / "net.py").read_text() + "# the end\n")
+    again = _run(root)
+    assert runs == [] and again.files_linted == 1
+    assert _found(edited) == _found(again) == _found(_run(root, cache=False))
+
+
 def test_an_edit_inside_a_compiled_function_propagates_again(tmp_path, monkeypatch):
     root = _project(tmp_path, helpers=HELPERS, net=NET)
     _run(root)
@@ -705,7 +729,8 @@ def test_a_new_function_nothing_calls_lints_only_its_file_and_asks_no_model_ques
     (root / "helpers.py").write_text(HELPERS + "\n\ndef unused(y):\n    return y\n")
     edited = _run(root)
     assert edited.files_linted == 1 and runs == []
-    assert [q for q in asked if q.startswith("model.")] == []  # the model answers as in the last run
+    # the model answers as in the last run; only the lines its answers name are asked again
+    assert [q for q in asked if q.startswith("model.") and q not in recording.LINE_QUESTIONS] == []
     monkeypatch.undo()
     assert _found(edited) == _found(_run(root, cache=False))
 
@@ -724,7 +749,7 @@ def test_a_new_function_that_a_call_elsewhere_now_reaches_is_propagated(tmp_path
     assert _found(edited) == _found(_run(root, cache=False))
 
 
-def test_an_attribute_moved_in_a_base_class_asks_the_subclass_file_again(tmp_path, monkeypatch):
+def test_an_attribute_moved_in_a_base_class_keeps_the_model_answers(tmp_path, monkeypatch):
     from fusionlint.cache import recording
 
     base = BASE.replace("    pass\n", "    def __init__(self):\n        super().__init__()\n        self.w = 1\n")
@@ -735,7 +760,8 @@ def test_an_attribute_moved_in_a_base_class_asks_the_subclass_file_again(tmp_pat
     monkeypatch.setattr(recording, "_ask", lambda q, m, i: asked.append(q) or real_ask(q, m, i))
     (root / "base.py").write_text(base.replace("self.w = 1", "pass\n        self.w = 1"))  # self.w's line moves
     edited = _run(root)
-    assert ("model.attributes", "sub.py", "Sub") in asked  # its answer holds the attribute's line
+    # the attributes' answers hold no line (lines are questions of their own): not asked again
+    assert [q for q in asked if q[0].startswith("model.") and q[0] not in recording.LINE_QUESTIONS] == []
     monkeypatch.undo()
     assert _found(edited) == _found(_run(root, cache=False))
 

@@ -118,7 +118,7 @@ def _splits(root, path: str, qualname: str):
 
     files = [(p.relative_to(root).as_posix(), p, p.read_text()) for p in sorted(root.glob("*.py"))]
     model = build(files)
-    return model.function_facts(path, qualname).splits
+    return model.shown(model.function_facts(path, qualname).splits)
 
 
 def test_a_break_in_a_branch_the_call_rules_out_does_not_split_the_caller(tmp_path):

@@ -189,6 +189,9 @@ class RecordingModel:
         return self._rec.log(("model.submodule_set_at", summary.path, cls.name, attr, ctor),
                              self._model.submodule_set_at(summary, cls, attr, ctor))
 
+    def site_line(self, path: str, qualname: str, site: int):
+        return self._rec.log(("model.site_line", path, qualname, site), self._model.site_line(path, qualname, site))
+
     def submodule_items(self, summary, cls, attr: str):
         return self._rec.log(("model.submodule_items", summary.path, cls.name, attr), self._model.submodule_items(summary, cls, attr))
 
@@ -303,6 +306,12 @@ class _RecordingTable:
         return getattr(getattr(self._index, self._name), name)
 
 
+# The questions whose answers are lines. The model's views that decide whether its answers still hold
+# (``fusionlint.project.model.propagation_view``, ``class_view``) leave lines out, so an edit that only
+# moves lines keeps the model's answers; these are asked again whenever the model's others are not.
+LINE_QUESTIONS = frozenset({"model.site_line", "model.submodule_set_at"})
+
+
 # -- asking again -----------------------------------------------------------------------------------
 
 
@@ -356,6 +365,7 @@ _QUESTIONS: dict[str, Callable] = {
     "model.submodule_items": lambda m, i, path, name, attr: m.submodule_items(*_class_of(m, path, name), attr),
     "model.submodule_ctors": lambda m, i, path, name: m.submodule_ctors(*_class_of(m, path, name)),
     "model.submodule_set_at": lambda m, i, path, name, attr, ctor: m.submodule_set_at(*_class_of(m, path, name), attr, ctor),
+    "model.site_line": lambda m, i, path, qual, site: m.site_line(path, qual, site),
     "index.class_kind": lambda m, i, name: i.class_kind(name),
     "index.python_number_uses": lambda m, i, attr: i.python_number_uses(attr),
     "index.file_mentions": lambda m, i, path, cls: i.file_mentions(path, cls),

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Optional
 
 import fusionlint
-from fusionlint.cache.recording import Answers, RecordingIndex, RecordingModel, Recorder, still_holds
+from fusionlint.cache.recording import LINE_QUESTIONS, Answers, RecordingIndex, RecordingModel, Recorder, still_holds
 from fusionlint.cache.store import FORMAT, Store, digest
 # fusionlint.project.model and .summary are imported where they are used: they pull in libcst,
 # which a warm run (every file served as is) never needs
@@ -273,7 +273,8 @@ class CacheSession:
             key, stamp = self._entries[shown][0], self._verified.get(shown)
             worlds = {entry["world"], stamp[1] if stamp is not None and stamp[0] == key else None}
             if self.model_same_since is not None and self.model_same_since in worlds:
-                reads = [read for read in reads if not read[0][0].startswith("model.")]  # answered as then
+                # answered as then, but for lines (the model's views leave them out)
+                reads = [read for read in reads if not read[0][0].startswith("model.") or read[0][0] in LINE_QUESTIONS]
             if not still_holds(reads, model, index, self.questions):
                 continue
             out[path] = entry["run"]

@@ -8,6 +8,7 @@ computed once, on the first question, and recomputed only when a file's text cha
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Callable, Iterable, Optional
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.pickling import by_fields
+from fusionlint.project.reasons import BREAK, At, Reason, TwoCalls, Why, render
 from fusionlint.project.summary import (
     DIM_SIZE, DIM_SIZES, HOST_VALUE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SIZES_PASSED, SELF_TRUTH, SELF_TRUTH_AT_ENTRY,
     AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
@@ -45,7 +47,8 @@ class FunctionFacts:
 
     frames: tuple[str, ...]  # the call chain that makes torch.compile trace it: ("Net.forward", "self.mix")
     kind: str  # "forward" | "autograd_forward" | "autograd_backward" | "compiled" | "helper"
-    tensor_params: dict[str, str] = field(default_factory=dict)  # name -> why it is a tensor
+    # name -> why it is a tensor (``reasons``: text with the places it names, shown with their lines by the lint)
+    tensor_params: dict[str, Why] = field(default_factory=dict)
     # callees as written ("self.embed", "helpers.norm") whose project function returns a tensor
     tensor_calls: frozenset[str] = frozenset()
     # callees as written whose project function returns tuples: (the positions where every return has
@@ -61,10 +64,10 @@ class FunctionFacts:
     # a helper's parameters whose value changes from one compiled call to another: name -> how
     # ("'sum' at a.py:12, 'max' at b.py:40"; "a tensor size at a.py:12"). A helper that is a
     # Dynamo frame of its own (it breaks the graph) is compiled again for each value (FL208). None: none
-    varying: Optional[dict[str, str]] = None
+    varying: Optional[dict[str, Why]] = None
     # calling it breaks the graph (fusionlint.project.breaks), so Dynamo runs it as a frame of its own:
     # where ("line 48", "`coalesce` at line 209, which breaks"), None when no break is sure
-    splits: Optional[str] = None
+    splits: Optional[Why] = None
     splits_every_call: bool = False  # ... on every call, not only on some path
     # callees as written whose every call breaks: the caller resumes in a new frame after each
     breaking_calls: frozenset[str] = frozenset()
@@ -80,7 +83,7 @@ class FunctionFacts:
     # a decorator's wrapper (`wrapped_func` of `@deprecate_kwarg`): the functions it decorates that break
     # the graph when called, when there are two or more: (qualname, path, where it breaks) each. One code
     # object that Dynamo compiles as a frame of its own for each of them (FL209)
-    shared_by: tuple[tuple[str, str, str], ...] = ()
+    shared_by: tuple[tuple[str, str, Why], ...] = ()
 
     @property
     def chain(self) -> str:
@@ -467,6 +470,22 @@ class Project:
                 return f"{owner.path}:{fact.line}"
         return None
 
+    def site_line(self, path: str, qualname: str, site: int) -> Optional[int]:
+        """The line of a place the propagated facts name (``fusionlint.project.reasons.At``): the
+        ``site``-th call of a function, or its first sure break (BREAK). The facts hold no lines (an edit
+        that only moves lines keeps them); the lint asks this where it shows a fact's reason."""
+        summary = self.files.get(path)
+        fn = summary.functions.get(qualname) if summary is not None else None
+        if fn is None:
+            return None
+        if site == BREAK:
+            return fn.break_line or None
+        return fn.call_lines[site] if 0 <= site < len(fn.call_lines) else None
+
+    def shown(self, why: Optional[Why]) -> Optional[str]:
+        """The text of a fact's reason with the lines of the places it names (None stays None)."""
+        return None if why is None else render(why, lambda at: self.site_line(at.path, at.qualname, at.site))
+
     def attribute_sources(self, summary: FileSummary, cls: ClassSummary) -> list[tuple[FileSummary, ClassSummary]]:
         """The classes ``attributes`` gathers from, in its order: the class, its bases, its subclasses."""
         return [*self.mro(summary, cls), *self.subclasses(summary, cls)]
@@ -557,31 +576,31 @@ MODULE_KINDS = frozenset({"object", "modules"})  # attribute facts of a module s
 
 
 class _Passed:
-    """The constants compiled calls pass one parameter, as (the constant, the caller's path, the call's
-    line, the caller's facts), one per constant and caller, in the order seen; kept as what is asked of
-    them (a popular helper's list was scanned whole at each call: 2.3 M comparisons on transformers)."""
+    """The constants compiled calls pass one parameter, as (the constant, the call's place, the caller's
+    facts), one per constant and caller, in the order seen; kept as what is asked of them (a popular
+    helper's list was scanned whole at each call: 2.3 M comparisons on transformers)."""
 
     __slots__ = ("first", "second", "seen")
 
     def __init__(self) -> None:
-        self.first: Optional[tuple[str, str, int, FunctionFacts]] = None
+        self.first: Optional[tuple[str, At, FunctionFacts]] = None
         self.second = None  # the first one whose constant is not the first's
         self.seen: set[tuple[str, int]] = set()  # (constant, id of the caller's facts)
 
-    def other_than(self, value: str) -> Optional[tuple[str, str, int, FunctionFacts]]:
+    def other_than(self, value: str) -> Optional[tuple[str, At, FunctionFacts]]:
         """The first call seen that passed another constant than ``value``."""
         if self.first is not None and self.first[0] != value:
             return self.first
         return self.second
 
-    def add(self, value: str, path: str, line: int, caller: FunctionFacts) -> None:
+    def add(self, value: str, at: At, caller: FunctionFacts) -> None:
         if (value, id(caller)) in self.seen:  # (callers' facts live as long as the propagation)
             return
         self.seen.add((value, id(caller)))
         if self.first is None:
-            self.first = (value, path, line, caller)
+            self.first = (value, at, caller)
         elif self.second is None and value != self.first[0]:
-            self.second = (value, path, line, caller)
+            self.second = (value, at, caller)
 
 
 class _Propagation:
@@ -672,12 +691,13 @@ class _Propagation:
         """Which compiled functions break the graph when called: one with a sure break of its own, or a
         call to one (on every call when the break and the call are on every call's path)."""
         # (caller, callee, call site, whether the constants the call passes rule out every break of the
-        # callee's own), flat: one small tuple per call between compiled functions
-        edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]] = []
+        # callee's own, the site's index in the caller), flat: one small tuple per call between compiled functions
+        edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool, int]] = []
+        where_of = {id(facts): key for key, facts in self.facts.items()}
         for key, (summary, fn) in self.where.items():
             facts = self.facts[key]
             if fn.breaks and not (fn.break_conds and _breaks_ruled_out(fn.break_conds, facts.constants)):
-                facts.splits = f"line {fn.break_line}"
+                facts.splits = Reason((At(summary.path, fn.qualname, BREAK, False),))
                 facts.splits_every_call = fn.breaks == 2
             hosts = sparse = None
             known = None  # the constants every compiled caller passes: made when a call needs them
@@ -697,7 +717,7 @@ class _Propagation:
                                 known = {n: c for n, c in facts.constants.items() if c is not None}
                             params = found[1].params[1:] if found[2] and not found[1].static else found[1].params
                             spared = _breaks_ruled_out(found[1].break_conds, _passed(site, params, known, found[1].star))
-                        edges.append((facts, callee, site, spared))
+                        edges.append((facts, callee, site, spared, i))
                     if found[1].returns_host and site.written:
                         hosts = (hosts or set()) | {site.written}
                     if found[1].returns_sparse and site.written:
@@ -715,14 +735,15 @@ class _Propagation:
         via_calls: set[int] = set()
         for _ in range(8):  # call chains longer than this are not followed
             changed = False
-            for facts, callee, site, spared in edges:
+            for facts, callee, site, spared, i in edges:
                 if callee.splits is None or (spared and id(callee) not in via_calls):
                     continue
                 if id(facts) not in via_calls:
                     via_calls.add(id(facts))
                     changed = True
                 if facts.splits is None:
-                    facts.splits = f"`{site.written or site.target}` at line {site.line}, which breaks"
+                    path, qual = where_of[id(facts)]
+                    facts.splits = Reason((f"`{site.written or site.target}` at ", At(path, qual, i, False), ", which breaks"))
                     changed = True
                 if callee.splits_every_call and site.every and not facts.splits_every_call:
                     facts.splits_every_call = True
@@ -730,7 +751,7 @@ class _Propagation:
             if not changed:
                 break
         breaking: dict[int, set[str]] = {}
-        for facts, callee, site, spared in edges:
+        for facts, callee, site, spared, _ in edges:
             if site.written and callee.splits_every_call and not (spared and id(callee) not in via_calls):
                 breaking.setdefault(id(facts), set()).add(site.written)
         for facts in self.facts.values():
@@ -850,7 +871,7 @@ class _Propagation:
                 continue  # in a branch the constants every compiled caller passes rule out
             found = self._site_callee(summary, fn, i)
             if found is not None:
-                self._flow(summary, fn, facts, known, site, found)
+                self._flow(summary, fn, facts, known, i, site, found)
             if site.how == "self" and fn.cls:
                 # `self.m()` in a method runs the override of the object's own class: a base's
                 # `edge_updater` calling `self.edge_update(...)` runs GATConv's when self is a GATConv
@@ -860,7 +881,7 @@ class _Propagation:
                 if memo[i] is _UNSEEN:
                     memo[i] = tuple(self._overrides(summary, fn, site))
                 for override in memo[i]:
-                    self._flow(summary, fn, facts, known, site, override)
+                    self._flow(summary, fn, facts, known, i, site, override)
 
     def _overrides(self, summary: FileSummary, fn: FunctionSummary, site: CallSite):
         """(file, function, True, chain label) for each subclass of ``fn``'s class that defines the method
@@ -881,36 +902,37 @@ class _Propagation:
                 label = f"self.{site.target} of a {owner}"
                 yield sub_file, callee, True, label
 
-    def _flow(self, summary: FileSummary, fn: FunctionSummary, facts: FunctionFacts, known: dict, site: CallSite,
-              found: tuple) -> None:
-        """Enter one callee of a call site and flow the call's arguments into its parameters."""
+    def _flow(self, summary: FileSummary, fn: FunctionSummary, facts: FunctionFacts, known: dict, i: int,
+              site: CallSite, found: tuple) -> None:
+        """Enter one callee of ``fn``'s i-th call site and flow the call's arguments into its parameters."""
         callee_file, callee, skip_first, label = found
         callee_facts = self._enter(callee_file, callee, facts.frames + (label,), "helper")
         if callee_facts is None:
             return
+        at = At(summary.path, fn.qualname, i, True)
         params = callee.params[1:] if skip_first and not callee.static else callee.params
         changed = False
         for param, value in zip(params, site.args):
             if param.annotation == "other" or param.name in callee.flag_params:  # the callee says what it takes
                 continue  # (`flag: bool | None`, `flag = default(flag, self.training)`)
             if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                callee_facts.tensor_params[param.name] = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
+                callee_facts.tensor_params[param.name] = Reason((f"passed from {facts.frames[-1]} at ", at))
                 changed = True
         if site.kwargs:
             names = {p.name for p in params if p.annotation != "other" and p.name not in callee.flag_params}
             for name, value in site.kwargs:
                 if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                    callee_facts.tensor_params[name] = f"passed from {facts.frames[-1]} at {summary.path}:{site.line}"
+                    callee_facts.tensor_params[name] = Reason((f"passed from {facts.frames[-1]} at ", at))
                     changed = True
         if callee_facts.kind == "helper":
             # a method of this object (not `self.processor(...)`, an attribute object's __call__)
             same_object = site.how in ("self", "super") and callee.name == site.target
             changed = _pass_constants(site, params, callee_facts.constants, known, same_object, callee.star) or changed
-            changed = self._note_varying(site, params, facts, callee_facts, summary.path) or changed
+            changed = self._note_varying(site, at, params, facts, callee_facts) or changed
         if changed and not self.queued[(callee_file.path, callee.qualname)]:
             self._queue(callee_file, callee)
 
-    def _note_varying(self, site: CallSite, params, caller: FunctionFacts, callee: FunctionFacts, path: str) -> bool:
+    def _note_varying(self, site: CallSite, at: At, params, caller: FunctionFacts, callee: FunctionFacts) -> bool:
         """Mark the callee's parameters that this call passes a tensor size (``x.size(0)``, ``(N, N)``,
         ``x.shape``), a parameter of the caller that varies, or a constant other than an earlier call's;
         True when something changed."""
@@ -928,30 +950,27 @@ class _Propagation:
             how = kind = None
             if isinstance(value, tuple):  # a parameter of the caller passed on
                 if caller.varying and value[1] in caller.varying:
-                    how = f"`{value[1]}` at {path}:{site.line}, which varies: {caller.varying[value[1]]}"
+                    how = Reason((f"`{value[1]}` at ", at, ", which varies: ", caller.varying[value[1]]))
                     kind = ("derived", how, caller, value[1])
                 else:
                     value = caller.constants.get(value[1])
             if how is None and value == DIM_SIZE:
-                how = f"a tensor size at {path}:{site.line}"
+                how = Reason(("a tensor size at ", at))
             elif how is None and value in (DIM_SIZES, SIZE):
-                how = f"{SIZES_PASSED} at {path}:{site.line}"
+                how = Reason((f"{SIZES_PASSED} at ", at))
             elif how is None and value == LOOP_INDEX:
-                how = f"a loop index at {path}:{site.line}"
+                how = Reason(("a loop index at ", at))
             elif how is None and value == HOST_VALUE:
-                how = f"a value read from a tensor at {path}:{site.line}"
+                how = Reason(("a value read from a tensor at ", at))
             elif how is None and value is not None and not value.startswith("<"):
                 seen = self.passed.get(key)
                 if seen is None:
                     seen = self.passed[key] = _Passed()
                 other = seen.other_than(value)
-                if other is not None and other[1:3] == (path, site.line):  # two calls on one line: the line once
-                    how = f"{other[0]} and {value} at {path}:{site.line}"
-                elif other is not None:
-                    how = f"{other[0]} at {other[1]}:{other[2]}, {value} at {path}:{site.line}"
-                if how is not None:
-                    kind = ("pair", how, other[3], caller)
-                seen.add(value, path, site.line, caller)
+                if other is not None:  # (both calls on one line: shown with the line once)
+                    how = TwoCalls(other[0], other[1], value, at)
+                    kind = ("pair", how, other[2], caller)
+                seen.add(value, at, caller)
             if how is None:
                 continue
             if why is None:
@@ -1286,7 +1305,7 @@ class _CallGraph:
     """The compiled call edges read upwards: who calls each function, and the functions without a
     compiled caller that each is reached from (its roots: the modules a user compiles)."""
 
-    def __init__(self, edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]) -> None:
+    def __init__(self, edges: list[tuple[FunctionFacts, FunctionFacts, CallSite, bool, int]]) -> None:
         # id of a callee -> the edges into it (the tuples of ``edges`` themselves: no new ones)
         self.callers: dict[int, list[tuple[FunctionFacts, FunctionFacts, CallSite, bool]]] = {}
         for edge in edges:
@@ -1315,7 +1334,7 @@ class _CallGraph:
 
 def _path_from(root: int, facts: FunctionFacts, callers: dict[int, list]) -> Optional[tuple[str, ...]]:
     """The frames of a call chain from the function with id ``root`` down to ``facts``: the root's own
-    frames, then each callee as its caller writes it (``callers``: id -> [(caller, callee, call site, _)])."""
+    frames, then each callee as its caller writes it (``callers``: id -> [(caller, callee, call site, ...)])."""
     below: dict[int, Optional[tuple[FunctionFacts, FunctionFacts, CallSite]]] = {id(facts): None}
     stack = [facts]
     while stack:
@@ -1328,7 +1347,7 @@ def _path_from(root: int, facts: FunctionFacts, callers: dict[int, list]) -> Opt
                 frames.append(site.written or site.target)
                 step = below[id(callee)]
             return tuple(frames)
-        for up, _, site, _ in callers.get(id(node), ()):
+        for up, _, site, *_ in callers.get(id(node), ()):
             if id(up) not in below:
                 below[id(up)] = (up, node, site)
                 stack.append(up)
@@ -1381,9 +1400,9 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     methods, attribute kinds and constructors, decorators) and compile targets; of functions, the
     top-level ones under ``torch.compile`` (entry points) and those it looked up by name, their
     signature; the bodies (call sites, returns, names used as tensors) only of the functions it
-    entered; definition lines never. So an edit inside a function that is not compiled, a new
-    function nothing calls, or lines moved below the last compiled function keep the facts
-    (fusionlint.cache reuses them instead of propagating again)."""
+    entered; lines never (the facts name places by function and call site: ``reasons.At``). So an edit
+    inside a function that is not compiled, a new function nothing calls, or lines inserted anywhere
+    keep the facts (fusionlint.cache reuses them instead of propagating again)."""
     classes = [
         (c.name, tuple(c.bases), c.methods, tuple(c.decorators),
          tuple((attr, tuple((f.kind, f.ctor, f.method, f.elements) for f in facts)) for attr, facts in c.attrs.items()))
@@ -1392,7 +1411,8 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
     functions = [
         (fn.qualname, fn.name, fn.cls, fn.parent, tuple(fn.params), fn.star, fn.static, tuple(fn.decorators),
          fn.wrappers,
-         (tuple(fn.calls), fn.returns, fn.tensor_uses, fn.breaks, fn.break_line, fn.break_conds, fn.returns_host, fn.returns_sparse, fn.flag_params, fn.size_items)
+         (tuple([_site_view(site) for site in fn.calls]), fn.returns, fn.tensor_uses, fn.breaks, fn.break_conds,
+          fn.returns_host, fn.returns_sparse, fn.flag_params, fn.size_items)
          if fn.qualname in entered else None)
         for fn in summary.functions.values()
         if fn.qualname in entered or fn.qualname in probed
@@ -1404,12 +1424,13 @@ def propagation_view(summary: FileSummary, entered: frozenset[str], probed: froz
 
 def class_view(summary: FileSummary, modules: dict) -> tuple:
     """What the class questions (``Project.class_kind``, ``attributes``, ``mro``, ``subclasses``) read
-    of one file: its module, imports and classes whole (attribute lines included: they are in the
-    answers). Functions only where one changes what a dotted name resolves to (``_in_file`` finds a
+    of one file: its module, imports and classes, without lines (the lint reads an attribute fact's
+    line only through ``Project.submodule_set_at``, which the findings cache asks again whatever this
+    view says). Functions only where one changes what a dotted name resolves to (``_in_file`` finds a
     function before an import or a submodule of the same name)."""
     classes = [
-        (c.name, tuple(c.bases), c.methods, tuple(c.decorators), c.line,
-         tuple((attr, tuple(facts)) for attr, facts in c.attrs.items()))
+        (c.name, tuple(c.bases), c.methods, tuple(c.decorators),
+         tuple((attr, tuple([_fact_view(f) for f in facts])) for attr, facts in c.attrs.items()))
         for c in summary.classes.values()
     ]
     shadowing = sorted(
@@ -1417,6 +1438,21 @@ def class_view(summary: FileSummary, modules: dict) -> tuple:
         if "." not in name and (name in summary.aliases or f"{summary.module}.{name}" in modules)
     )
     return (summary.path, summary.module, summary.is_package, tuple(summary.aliases.items()), classes, shadowing)
+
+
+# what a call site is to the propagation: every field but its line
+_SITE_FIELDS = tuple(f.name for f in dataclasses.fields(CallSite) if f.name != "line")
+
+
+_FACT_FIELDS = tuple(f.name for f in dataclasses.fields(AttrFact) if f.name != "line")
+
+
+def _site_view(site: CallSite) -> tuple:
+    return tuple([getattr(site, name) for name in _SITE_FIELDS])
+
+
+def _fact_view(fact: AttrFact) -> tuple:
+    return tuple([getattr(fact, name) for name in _FACT_FIELDS])
 
 
 def _uses_call_results(fn: FunctionSummary) -> bool:

@@ -153,6 +153,8 @@ def _adopt_function(fn: "FunctionSummary") -> "FunctionSummary":
         fn.wrappers = _adopt(fn.wrappers)
     if fn.break_conds:
         fn.break_conds = _adopt(fn.break_conds)
+    if fn.call_lines:
+        fn.call_lines = _adopt(fn.call_lines)
     return fn  # (static, breaks, returns_host, returns_sparse: bools and a small int, kept)
 
 
@@ -277,6 +279,9 @@ class FunctionSummary:
     # parameters the function fills in with a Python flag when nothing is passed (`p = default(p,
     # self.training)`: fusionlint.semantic.flags): switches, not tensors, whatever a caller passes
     flag_params: frozenset[str] = frozenset()
+    # the line of each call site (``calls``), kept when the bodies are dropped or stored apart: the places the
+    # propagated facts name (``fusionlint.project.reasons.At``) are shown with their lines at the time
+    call_lines: tuple[int, ...] = ()
 
 
 @by_fields
@@ -1143,6 +1148,7 @@ class _Summarizer:
             returns_sparse=bool(breaks) and _returns_sparse(returns, body_nodes, aliases),
             flag_params=self._flag_params(params, body_nodes, tests, cls),
             size_items=_size_items(returns, items, sized) if breaks and items else NO_POSITIONS,
+            call_lines=tuple([_line(s.line) for s in sites]),
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
