@@ -123,9 +123,8 @@ def main() -> int:
         tracemalloc.start()
 
     from fusionlint.analysis.project import ProjectIndex
-    from fusionlint.files import display_path, read_source_encoded
+    from fusionlint.files import CurrentText, display_path, read_source_encoded
     from fusionlint.project.model import Project
-    from fusionlint.runner import _Reread
 
     root = Path.cwd()
     files = sorted({p for r in args.roots for p in (r.rglob("*.py") if r.is_dir() else [r])})
@@ -138,7 +137,7 @@ def main() -> int:
         text, _ = read_source_encoded(path)
         lines += text.count("\n")
         shown = display_path(path, root)
-        index.add_file(shown, text, reread=_Reread(path))
+        index.add_file(shown, text, reread=CurrentText(path))
         model.add(shown, path, text)
         del text
     print(f"{len(files):,} files, {lines:,} lines, {len(model.files):,} summaries, "

@@ -70,7 +70,7 @@ _FIELD_VALUES = {
         "wrappers": (_fresh("inner"),), "break_conds": ((_fresh("flag"), "==", "True", True),),
         "size_items": frozenset({0}), "flag_params": frozenset({_fresh("flag")}),
         "static": False, "line": 3, "breaks": 1, "break_line": 4, "returns_host": True, "returns_sparse": False,
-        "call_lines": (7, 300),
+        "call_lines": b"\x04\x00",
     },
     "CallSite": lambda: {
         "how": _fresh("name"), "target": _fresh("helper"), "args": ((_fresh("a"),),), "kwargs": ((_fresh("k"), ()),),

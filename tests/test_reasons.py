@@ -35,3 +35,17 @@ def test_nested_reasons_render_inside_out_and_an_unknown_place_says_so():
     outer = Reason(("`n` at ", At("a.py", "Net.forward", 0, True), ", which varies: ", inner))
     assert render(outer, _line_of) == "`n` at a.py:12, which varies: a tensor size at b.py:40"
     assert render(Reason(("at ", At("c.py", "gone", 0, True))), _line_of) == "at c.py:?"
+
+
+def test_call_lines_are_packed_and_read_back_whatever_their_size():
+    from fusionlint.project.summary import FunctionSummary, call_line, pack_lines
+
+    def fn(lines, first):
+        return FunctionSummary("f", "f", None, None, (), None, False, (), (), frozenset(), first,
+                               call_lines=pack_lines(lines, first))
+
+    for lines, first in [([3, 3, 9], 2), ([70_000, 70_001], 69_999), ([5], 7), ([2, 200_000], 1), ([], 4)]:
+        f = fn(lines, first)
+        assert [call_line(f, i) for i in range(len(lines))] == lines
+        assert call_line(f, len(lines)) is None and call_line(f, -1) is None
+    assert len(pack_lines([3, 3, 9], 2)) == 6  # two bytes a site when each fits counted from the def line

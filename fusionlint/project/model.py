@@ -21,7 +21,7 @@ from fusionlint.pickling import by_fields
 from fusionlint.project.reasons import BREAK, At, Reason, TwoCalls, Why, render
 from fusionlint.project.summary import (
     DIM_SIZE, DIM_SIZES, HOST_VALUE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SIZES_PASSED, SELF_TRUTH, SELF_TRUTH_AT_ENTRY,
-    AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, forget_shared, summarize,
+    AttrFact, CallSite, ClassSummary, FileSummary, FunctionSummary, call_line, forget_shared, summarize,
 )
 from fusionlint.semantic.param_names import NON_TENSOR_PARAM
 from fusionlint.semantic.values import TENSOR, Value
@@ -480,7 +480,7 @@ class Project:
             return None
         if site == BREAK:
             return fn.break_line or None
-        return fn.call_lines[site] if 0 <= site < len(fn.call_lines) else None
+        return call_line(fn, site)
 
     def shown(self, why: Optional[Why]) -> Optional[str]:
         """The text of a fact's reason with the lines of the places it names (None stays None)."""
@@ -910,19 +910,22 @@ class _Propagation:
         if callee_facts is None:
             return
         at = At(summary.path, fn.qualname, i, True)
+        passed = None  # "passed from <caller> at <this call>": one for every parameter the call passes a tensor
         params = callee.params[1:] if skip_first and not callee.static else callee.params
         changed = False
         for param, value in zip(params, site.args):
             if param.annotation == "other" or param.name in callee.flag_params:  # the callee says what it takes
                 continue  # (`flag: bool | None`, `flag = default(flag, self.training)`)
             if value is not None and param.name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                callee_facts.tensor_params[param.name] = Reason((f"passed from {facts.frames[-1]} at ", at))
+                passed = passed or Reason((f"passed from {facts.frames[-1]} at ", at))
+                callee_facts.tensor_params[param.name] = passed
                 changed = True
         if site.kwargs:
             names = {p.name for p in params if p.annotation != "other" and p.name not in callee.flag_params}
             for name, value in site.kwargs:
                 if name in names and name not in callee_facts.tensor_params and self._tensor(value, summary, fn, facts):
-                    callee_facts.tensor_params[name] = Reason((f"passed from {facts.frames[-1]} at ", at))
+                    passed = passed or Reason((f"passed from {facts.frames[-1]} at ", at))
+                    callee_facts.tensor_params[name] = passed
                     changed = True
         if callee_facts.kind == "helper":
             # a method of this object (not `self.processor(...)`, an attribute object's __call__)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import gc
+import struct
 import sys
 from dataclasses import dataclass, field
 from typing import Optional
@@ -153,9 +154,26 @@ def _adopt_function(fn: "FunctionSummary") -> "FunctionSummary":
         fn.wrappers = _adopt(fn.wrappers)
     if fn.break_conds:
         fn.break_conds = _adopt(fn.break_conds)
-    if fn.call_lines:
-        fn.call_lines = _adopt(fn.call_lines)
     return fn  # (static, breaks, returns_host, returns_sparse: bools and a small int, kept)
+
+
+def pack_lines(lines: list[int], first: int) -> bytes:
+    """``lines`` as two bytes each, counted from ``first`` (a function's own line), or, when one does not
+    fit, as four bytes each after one marker byte (an odd length)."""
+    if not lines:
+        return b""
+    deltas = [line - first for line in lines]
+    if min(deltas) >= 0 and max(deltas) < 0x10000:
+        return struct.pack(f"<{len(deltas)}H", *deltas)
+    return b"\xff" + struct.pack(f"<{len(lines)}I", *lines)
+
+
+def call_line(fn: "FunctionSummary", site: int) -> Optional[int]:
+    """The line of ``fn``'s ``site``-th call site (``FunctionSummary.call_lines``), None when it has none."""
+    packed = fn.call_lines
+    if len(packed) % 2:
+        return struct.unpack_from("<I", packed, 1 + 4 * site)[0] if 0 <= site < (len(packed) - 1) // 4 else None
+    return fn.line + struct.unpack_from("<H", packed, 2 * site)[0] if 0 <= site < len(packed) // 2 else None
 
 
 def forget_shared() -> None:
@@ -280,8 +298,9 @@ class FunctionSummary:
     # self.training)`: fusionlint.semantic.flags): switches, not tensors, whatever a caller passes
     flag_params: frozenset[str] = frozenset()
     # the line of each call site (``calls``), kept when the bodies are dropped or stored apart: the places the
-    # propagated facts name (``fusionlint.project.reasons.At``) are shown with their lines at the time
-    call_lines: tuple[int, ...] = ()
+    # propagated facts name (``fusionlint.project.reasons.At``) are shown with their lines at the time.
+    # Packed (``pack_lines``; read with ``site_line``): as a tuple of ints they were 3.3 MiB of transformers' model
+    call_lines: bytes = b""
 
 
 @by_fields
@@ -1148,7 +1167,7 @@ class _Summarizer:
             returns_sparse=bool(breaks) and _returns_sparse(returns, body_nodes, aliases),
             flag_params=self._flag_params(params, body_nodes, tests, cls),
             size_items=_size_items(returns, items, sized) if breaks and items else NO_POSITIONS,
-            call_lines=tuple([_line(s.line) for s in sites]),
+            call_lines=pack_lines([s.line for s in sites], node.lineno),
         )
         self.out.functions.setdefault(qual, info)
         if cls is not None and parent is None:
