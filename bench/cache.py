@@ -12,12 +12,12 @@ then each run is a fresh process calling ``fusionlint.runner.run`` with the cach
 - edit (function appended): a new function at the end of ``timm/layers/mlp.py`` (a module much of
   timm imports; its summary changes, but not in anything the propagation reads): that file alone;
 - edit (a line in forward): a line inserted at the top of ``LlamaAttention.forward`` (timm: ``Attention.forward``
-  of ``vision_transformer.py``): the calls below it move, and their lines are in the propagated facts, so
-  the propagation runs again and the files whose questions now get other answers are linted again;
-  then the edit undone (the facts of the first run are stored: the propagation is not run);
+  of ``vision_transformer.py``): the calls below it move; the propagated facts name call sites, not lines
+  (``fusionlint.project.reasons``), so they are kept, and the files that show a moved line are linted
+  again (until e8796f4 the propagation ran again); then the edit undone;
 - edit (base class): a line inserted at the top of the file that defines a widely used base class
-  (every line of it moves, so the attribute facts its subclasses read change): that file plus
-  the files whose questions now get other answers are linted again.
+  (every line of it moves; its subclasses' attribute facts keep their kinds and constructors): that
+  file plus the files whose questions now get other answers are linted again.
 
 Each row: wall s, CPU s (the process and its workers), peak resident size of the largest of those
 processes, files linted by the engine (the rest were served from the cache), findings. The CLI's own warm wall time (interpreter start and
