@@ -26,7 +26,9 @@ def split_lines(text: str, keepends: bool = False) -> list[str]:
         starts = line_starts(text)
         out = [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
         return out if not out or out[-1] else out[:-1]
-    lines = _NEWLINE.split(text)
+    # without a carriage return, "\n" alone ends a line: str.split finds them far faster than the
+    # pattern (the text report's excerpts of 403 files: 0.30 -> 0.03 CPU s)
+    lines = text.split("\n") if "\r" not in text else _NEWLINE.split(text)
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
