@@ -21,7 +21,7 @@ then each run is a fresh process calling ``fusionlint.runner.run`` with the cach
 
 Each row: wall s, CPU s (the process and its workers), peak resident size of the largest of those
 processes, files linted by the engine (the rest were served from the cache), findings. The CLI's own warm wall time (interpreter start and
-imports included) is printed last.
+imports included) is printed last, with ``-q`` and with the default text output.
 """
 
 from __future__ import annotations
@@ -165,13 +165,16 @@ def main() -> int:
             base[0].write_text("# edited by bench/cache.py: every line below moves\n" + text, encoding="utf-8")
             row(f"edit (base class {base[1]}) {base[0].relative_to(project)}")
             row("warm after the edit")
-        t0 = time.perf_counter()
         # this checkout's code, as in the runs above: an installed fusionlint elsewhere (an editable
         # install of another checkout) has another code fingerprint, and so no cache entries
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
-        subprocess.run([sys.executable, "-m", "fusionlint.cli", "check", "-q", "--exit-zero", f"--jobs={args.jobs}", "."],
-                       cwd=project, capture_output=True, check=True, env=env)
-        print(f"\nCLI `fusionlint check` warm, whole process (start + imports + run): {time.perf_counter() - t0:.2f} s wall")
+        print()
+        for how, flags in (("-q", ["-q"]), ("its default text output (every finding with its source line)", [])):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "fusionlint.cli", "check", *flags, "--exit-zero", f"--jobs={args.jobs}", "."],
+                           cwd=project, capture_output=True, check=True, env=env)
+            print(f"CLI `fusionlint check` warm, {how}, whole process (start + imports + run): "
+                  f"{time.perf_counter() - t0:.2f} s wall")
         print(f"load average after: {_load()}")
     return 0
 
