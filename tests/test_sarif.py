@@ -770,3 +770,15 @@ def test_github_actions_example_workflow_works(schema, tmp_path):
     log = json.loads((project / upload["with"]["sarif_file"]).read_text(encoding="utf-8"))
     assert schema_errors(schema, log) == []
     assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["FL301"]
+
+
+def test_line_hashes_asked_one_line_at_a_time_in_any_order_are_the_whole_files():
+    """The report computes only its findings' lines (``LineHashes``), in the order they come."""
+    from fusionlint.report.sarif import LineHashes
+
+    text = "a\n" * 120 + 'y = "😀 🤗"\n\n\nz = 1\n' + "def f(x):\n    return x\n" * 2
+    whole = line_hashes(text)
+    assert whole[20] == whole[0].replace(":1", ":21")  # the same 100 units: counted
+    for order in ([60, 2, 121, 0], [0, 1, 2, 3], [len(whole) - 1, 5, 122]):
+        lazy = LineHashes(text)
+        assert [lazy[i] for i in order] == [whole[i] for i in order]
