@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Optional
 from fusionlint import sparse as sparse_mod
 from fusionlint.lines import line_starts
 from fusionlint.outline import Outline, Unit
-from fusionlint.project.reasons import render
+from fusionlint.project.link import function_view
 
 if TYPE_CHECKING:  # pragma: no cover
     from fusionlint.engine import Engine, FileLint
@@ -352,8 +352,10 @@ def _model_answer(model, path: str, what: str, name: str):
         facts = model.function_facts(path, name)
         if facts is None:
             return None
-        line_of = lambda at: model.site_line(at.path, at.qualname, at.site)  # noqa: E731 (as apply_project shows them)
-        return (facts.frames, facts.kind, tuple(sorted((n, render(why, line_of)) for n, why in facts.tensor_params.items())))
+        # every value apply_project hands the function, the reasons with their lines now (the tensor
+        # parameters alone before: where a callee breaks or what varies, changed elsewhere, did not count)
+        view = function_view(model, facts)
+        return (facts.frames, facts.kind, tuple((name, _snapshot(view[name])) for name in sorted(view)))
     cls = summary.classes.get(name)
     if cls is None:
         return None

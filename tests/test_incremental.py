@@ -154,3 +154,28 @@ def test_an_edit_the_propagation_does_not_read_keeps_its_facts(tmp_path, monkeyp
     assert lint(lines) == 1
     lines.insert(forward, "        pass")  # every later call site moves a line down
     assert lint(lines) == 1
+
+
+def test_the_memo_sees_every_fact_apply_project_hands_a_function_with_its_lines_now():
+    """The editor lints a buffer's definitions again when what the model says of them changes: a helper
+    whose parameter varies between two calls in another file shows where, and an edit there moves them."""
+    from fusionlint.analysis.project import ProjectIndex
+    from fusionlint.incremental import _model_answer
+    from fusionlint.project.model import Project
+
+    helpers = "import torch\n\n\ndef scale(n, mode):\n    if mode == 'a':\n        return n\n    return n * 2\n"
+    net = ("import torch.nn as nn\n\nfrom helpers import scale\n\n\nclass Net(nn.Module):\n"
+           "    def forward(self, x):\n        a = scale(2, 'a')\n        return x * scale(a, 'b')\n")
+
+    def answer(net_text: str):
+        model = Project()
+        model.name_index = ProjectIndex()
+        for shown, text in (("helpers.py", helpers), ("net.py", net_text)):
+            model.name_index.add_file(shown, text)
+            model.add(shown, Path(shown), text)
+        assert not model.function_facts("helpers.py", "scale").tensor_params  # (no tensor passed)
+        return _model_answer(model, "helpers.py", "function", "scale")
+
+    before, after = answer(net), answer(net.replace("        a = scale", "        # moved\n        a = scale"))
+    assert "'b' at net.py:9, 'a' at net.py:8" in repr(before) and "'b' at net.py:10, 'a' at net.py:9" in repr(after)
+    assert before != after

@@ -13,6 +13,28 @@ from fusionlint.project.model import MODULE_KINDS, Project
 from fusionlint.project.reasons import render
 
 
+def function_view(model: Project, facts) -> dict:
+    """What a compiled function's ``FunctionInfo`` takes from its propagated facts: field -> value, the
+    reasons rendered with the lines of the places they name now (the facts hold none: ``reasons.At``).
+    The editor's memo (``fusionlint.incremental``) compares the same values."""
+    line_of = lambda at: model.site_line(at.path, at.qualname, at.site)  # noqa: E731
+    entry_reason = f"parameter of {facts.chain}"
+    return {
+        "tensor_params": {n: render(why, line_of) for n, why in facts.tensor_params.items() if why != entry_reason},
+        "tensor_calls": facts.tensor_calls,
+        "item_calls": facts.item_calls,
+        "passthrough_calls": facts.passthrough_calls,
+        "constants": {n: c for n, c in facts.constants.items() if c is not None},
+        "varying": {n: render(how, line_of) for n, how in facts.varying.items()} if facts.varying else {},
+        "splits": render(facts.splits, line_of) if facts.splits is not None else None,
+        "breaking_calls": facts.breaking_calls,
+        "host_calls": facts.host_calls,
+        "sparse_calls": facts.sparse_calls,
+        "size_calls": facts.size_calls or {},
+        "shared_by": tuple([(qual, where, render(why, line_of)) for qual, where, why in facts.shared_by]),
+    }
+
+
 def apply_project(index: FileIndex, model: Project, path: str) -> None:
     summary = model.files.get(path)
     if summary is None:
@@ -48,8 +70,6 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
             items = model.submodule_items(summary, cls, attr)
             if items is not None and items[1]:
                 info.submodule_items[attr] = items
-    # the places the facts' reasons name, with their lines now (the facts hold none: reasons.At)
-    line_of = lambda at: model.site_line(at.path, at.qualname, at.site)  # noqa: E731
     for qual, fn in index.functions.items():
         facts = model.function_facts(path, qual)
         if facts is None:
@@ -58,18 +78,8 @@ def apply_project(index: FileIndex, model: Project, path: str) -> None:
             # a wrapper shared by breaking functions: the chain from their common caller (FL209), the
             # module whose compile shows its recompiles
             fn.frames, fn.kind = facts.frames, facts.kind
-        entry_reason = f"parameter of {facts.chain}"
-        fn.tensor_params = {n: render(why, line_of) for n, why in facts.tensor_params.items() if why != entry_reason}
-        fn.tensor_calls = facts.tensor_calls
-        fn.item_calls = facts.item_calls
-        fn.passthrough_calls = facts.passthrough_calls
-        fn.constants = {n: c for n, c in facts.constants.items() if c is not None}
-        fn.varying = {n: render(how, line_of) for n, how in facts.varying.items()} if facts.varying else {}
-        fn.splits = render(facts.splits, line_of) if facts.splits is not None else None
-        fn.breaking_calls, fn.host_calls = facts.breaking_calls, facts.host_calls
-        fn.sparse_calls = facts.sparse_calls
-        fn.size_calls = facts.size_calls or {}
-        fn.shared_by = tuple([(qual, where, render(why, line_of)) for qual, where, why in facts.shared_by])
+        for name, value in function_view(model, facts).items():
+            setattr(fn, name, value)
     # nested functions are traced with their parent
     for fn in index.functions.values():
         if fn.frames is None:
