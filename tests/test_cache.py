@@ -579,6 +579,25 @@ def test_lines_moved_in_compiled_code_keep_the_facts_and_the_reasons_show_the_ne
     assert _found(edited) == _found(again) == _found(_run(root, cache=False))
 
 
+def test_a_call_added_in_compiled_code_asks_the_class_questions_of_no_entry_again(tmp_path, monkeypatch):
+    from fusionlint.cache import recording
+
+    sub = SUB.replace("return x.item()", "return self.scale(x).item()\n\n    def scale(self, x):\n        return x * 2")
+    root = _project(tmp_path, sub=sub, helpers=HELPERS, net=NET)
+    _run(root)
+    runs = _count_propagations(monkeypatch)
+    asked: list[tuple] = []
+    real_ask = recording._ask
+    monkeypatch.setattr(recording, "_ask", lambda q, m, i: asked.append(q) or real_ask(q, m, i))
+    (root / "net.py").write_text(NET.replace("return scale(x)", "x = x.abs()\n        return scale(x)"))  # a call
+    edited = _run(root)
+    assert runs == [1]  # the facts changed: propagated again
+    assert ("model.function_facts", "sub.py", "Sub.scale") in asked  # sub.py's facts are asked again
+    assert [q for q in asked if q[0] in recording.CLASS_QUESTIONS] == []  # its classes' are not
+    monkeypatch.undo()
+    assert _found(edited) == _found(_run(root, cache=False))
+
+
 def test_an_edit_inside_a_compiled_function_propagates_again(tmp_path, monkeypatch):
     root = _project(tmp_path, helpers=HELPERS, net=NET)
     _run(root)

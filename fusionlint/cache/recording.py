@@ -310,6 +310,13 @@ class _RecordingTable:
 # (``fusionlint.project.model.propagation_view``, ``class_view``) leave lines out, so an edit that only
 # moves lines keeps the model's answers; these are asked again whenever the model's others are not.
 LINE_QUESTIONS = frozenset({"model.site_line", "model.submodule_set_at"})
+# The questions answered from the files, their order and module names, and each file's classes, imports and
+# loggers alone (what ``class_view`` and the comparison of ``loggers``/``aliases`` cover): not from function
+# bodies or the propagated facts (``function_facts``, ``has_compiled``, ``submodule_items`` read those).
+CLASS_QUESTIONS = frozenset({
+    "model.has", "model.summary", "model.class_kind", "model.attributes", "model.tensor_classes",
+    "model.submodule_ctors", "model.binds_logger",
+})
 
 
 # -- asking again -----------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Optional
 
 import fusionlint
-from fusionlint.cache.recording import LINE_QUESTIONS, Answers, RecordingIndex, RecordingModel, Recorder, still_holds
+from fusionlint.cache.recording import CLASS_QUESTIONS, LINE_QUESTIONS, Answers, RecordingIndex, RecordingModel, Recorder, still_holds
 from fusionlint.cache.store import FORMAT, Store, digest
 # fusionlint.project.model and .summary are imported where they are used: they pull in libcst,
 # which a warm run (every file served as is) never needs
@@ -108,6 +108,9 @@ class CacheSession:
         # the last run's world, when every model question gets the answer it got in that world: an
         # entry found to hold there needs only its name-index questions asked again
         self.model_same_since: Optional[str] = None
+        # the last run's world, when every class question gets the answer it got there (the facts may
+        # not): an entry found to hold there needs its other questions asked again
+        self.classes_same_since: Optional[str] = None
         self.questions = Answers()  # question -> digest of its answer in this run's model
 
     # -- 1. what the tree is now --------------------------------------------------------------------
@@ -275,6 +278,10 @@ class CacheSession:
             if self.model_same_since is not None and self.model_same_since in worlds:
                 # answered as then, but for lines (the model's views leave them out)
                 reads = [read for read in reads if not read[0][0].startswith("model.") or read[0][0] in LINE_QUESTIONS]
+            elif self.classes_same_since is not None and self.classes_same_since in worlds:
+                # the propagated facts changed, the classes did not: their questions are answered as then
+                # (a call added in LlamaAttention.forward: 1.3 of the 3.5 s of asking again on transformers)
+                reads = [read for read in reads if read[0][0] not in CLASS_QUESTIONS]
             if not still_holds(reads, model, index, self.questions):
                 continue
             out[path] = entry["run"]
@@ -432,12 +439,14 @@ class CacheSession:
                 self._save_facts(reused["facts"], reused["probes"])
         if last is not None and last[2]:
             self.model_same_since = last[0]
+        if last is not None and last[3]:
+            self.classes_same_since = last[0]
 
     def _compare_with_last_run(self, model, keys, bases):
         """(last run's world, the key of its facts if they hold for this run's summaries, whether every
-        model question gets the answer it got then), or None when the last run's model is not
-        comparable: other settings, other files or file order, other regex-index classes, or more
-        than a few summaries changed."""
+        model question gets the answer it got then, whether every class question does), or None when the
+        last run's model is not comparable: other settings, other files or file order, other regex-index
+        classes, or more than a few summaries changed."""
         last = self.store.load_file(self.store.base / "state.pickle")
         if not (isinstance(last, dict) and last.get("config") == self.config and last.get("bases") == bases):
             return None
@@ -478,7 +487,8 @@ class CacheSession:
         facts = last.get("key") if facts_hold else None  # (the facts' key: loaded when they are taken)
         # the facts answer function_facts/has_compiled, the classes class_kind/attributes (and the loggers and imports binds_logger), the same
         # files in the same order has/summary
-        return last.get("world"), facts, facts_hold and classes_hold and last.get("world") is not None
+        world = last.get("world")
+        return world, facts, facts_hold and classes_hold and world is not None, classes_hold and world is not None
 
     def _summary_key(self, f: _File) -> str:
         # "bodies apart": summaries stored whole by an earlier layout must not be taken for shapes
