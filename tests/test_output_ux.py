@@ -280,3 +280,18 @@ def test_the_text_report_shows_control_characters_harmlessly_and_needs_no_rich(t
     assert "1 | \ufffd\ufffd\ufffd\ufffd[2Jy = x.item() # odd\n  |     ^^^^^^^^ FL101\n" in plain
     assert ESC not in plain and (ESC in out) is (color == "1")
     assert not any(ch in out for ch in "\x07\x08\x0b\r")
+
+
+_STATISTICS = (
+    "import sys\nfrom fusionlint.cli import main\n"
+    "try:\n    main(['check', sys.argv[1], '--statistics', '--exit-zero'])\nexcept SystemExit:\n    pass\n"
+    "print('RULES', any(m.startswith('fusionlint.rules.') for m in sys.modules), 'libcst' in sys.modules)\n"
+)
+
+
+def test_statistics_of_a_warm_run_name_the_rules_without_importing_them(project):
+    runs = [subprocess.run([sys.executable, "-c", _STATISTICS, "src"], cwd=project, capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)]
+    assert runs[0].splitlines()[-1] == "RULES True True"  # the cold run lints
+    assert runs[1].splitlines()[-1] == "RULES False False"  # the warm one takes the names from its findings
+    assert "FL101      tensor-to-python" in runs[1] and runs[0].splitlines()[:-1] == runs[1].splitlines()[:-1]

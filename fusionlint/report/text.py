@@ -133,8 +133,10 @@ def render(result: RunResult, *, rules: Mapping, root: Path, tool_version: str, 
     if statistics:
         counts = Counter(f.code for f in result.findings)
         fixable = Counter(f.code for f in result.findings if f.fix is not None)
+        # each finding carries its rule's name: asking ``rules`` imported every rule (and libcst) in a warm run
+        names = {f.code: f.name for f in result.findings if f.name}
         for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            name = rules[code].name if code in rules else ""
+            name = names.get(code) or (rules[code].name if code in rules else "")
             mark = "[*]" if fixable[code] else "   "
             out.line((f"{n:>5}  {code}  {mark} {name}", None))
     else:
