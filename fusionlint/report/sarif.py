@@ -494,17 +494,13 @@ class LineHashes:
         return len(self._starts)
 
     def __getitem__(self, i: int) -> str:
-        p = self._starts[i]
-        window = self._stream[p:p + _BLOCK_SIZE]
-        value = sum(map(mul, map(ord, window), _WEIGHTS)) & _MASK
-        return f"{value:x}:{self._ordinal(i)}"
-
-    def _ordinal(self, i: int) -> int:
         windows = self._windows
         if len(windows) <= i:  # (sliced and compared in C: a loop over the lines here took 0.5 s on the zoo)
             starts = self._starts[len(windows):i + 1]
             windows += map(self._stream.__getitem__, map(slice, starts, map(_BLOCK_SIZE.__add__, starts)))
-        return countOf(islice(windows, i + 1), windows[i])
+        window = windows[i]
+        value = sum(map(mul, map(ord, window), _WEIGHTS)) & _MASK
+        return f"{value:x}:{countOf(islice(windows, i + 1), window)}"
 
 
 def line_hashes(text: str) -> list[str]:
