@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 
+from fusionlint import pyast
 from fusionlint.pyast import NOT_CHILDREN
 import re
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ def tree_shape(tree: ast.AST, *, stop_nodes: Optional[int] = None) -> tuple[Tree
 
 def _parse(source: str, path: str) -> "ast.Module | Rejection":
     try:
-        return compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return pyast.parse(source, path)
     except SyntaxError as exc:  # also "too many nested parentheses" (200) and "too many indentation levels"
         return Rejection(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
     except RecursionError:  # CPython's parser has its own guard against deep nesting

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from fusionlint import config as config_mod
 from fusionlint import torch_target
+from fusionlint.heap import return_free_memory
 from fusionlint.cache.session import CacheSession
 from fusionlint.config import Settings
 from fusionlint.files import (
@@ -197,7 +198,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
             _add_others(model, others, shown_as, ahead)
         if ahead is not None:
             ahead.close()
-            _return_free_memory()  # the workers' pickles, before the propagation grows the process
+            return_free_memory()  # the workers' pickles, before the propagation grows the process
         engine = Engine(rules, project, model, target_torch=torch_version)
         model.propagate()  # once, here: forked workers share the result instead of each computing it
         if cache is None and not options.fix:  # no summary changes from here on (the cache keeps whole ones)
@@ -230,7 +231,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     try:
         # what building the model allocated and freed (texts, trees, a worker's pickled summaries) goes
         # back to the system before the lint workers are forked with this process's pages
-        _return_free_memory()
+        return_free_memory()
         may_write = _WritableArea(paths, settings.root)
         checker = _FileChecker(engine, settings, options, snapshots, may_write, cache if serving else None)
         to_check = [source for source in sources if source.path not in served]
@@ -419,24 +420,6 @@ class _FileChecker:
 _CHUNK = 8
 _MIN_PARALLEL_FILES = 24
 _checker_in_worker: Optional[_FileChecker] = None  # set before the fork, inherited by the workers
-
-
-_MALLOC_TRIM: list = []  # glibc's malloc_trim, looked up once (a ctypes library object is a reference cycle)
-
-
-def _return_free_memory() -> None:
-    """glibc's ``malloc_trim(0)``: hand the free pages of the C heap back to the system (timm +
-    transformers, --no-cache: the process went 170 -> 151 MiB at the end of the model's build).
-    Nothing with another C library."""
-    if not _MALLOC_TRIM:
-        try:
-            import ctypes
-
-            _MALLOC_TRIM.append(ctypes.CDLL("libc.so.6").malloc_trim)
-        except (ImportError, OSError, AttributeError):
-            _MALLOC_TRIM.append(None)
-    if _MALLOC_TRIM[0] is not None:
-        _MALLOC_TRIM[0](0)
 
 
 def _jobs(options: RunOptions) -> int:

@@ -59,6 +59,7 @@ from fusionlint.lines import line_starts
 from fusionlint.outline import Outline, Unit
 from fusionlint.analysis.names import through_aliases
 from fusionlint.project.summary import is_logger_factory
+from fusionlint import pyast
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.values import dotted, resolve
 
@@ -157,7 +158,7 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers, tree: O
         return None
     if tree is None:
         try:  # CPython's tree, for the names the code uses (~a tenth of a libcst parse)
-            tree = ast.parse(source)
+            tree = pyast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     used = code_names(tree)

@@ -25,6 +25,7 @@ from fusionlint.outline import Outline, outline_of
 from fusionlint.pickling import by_fields
 from fusionlint.project.breaks import SOME_PATH, SPARSE_CONSTRUCTORS, break_conditions, every_call_spans, first_break, on_spans, reads_tensor_value
 from fusionlint.precheck import MAX_NODES
+from fusionlint import pyast
 from fusionlint.pyast import child_nodes
 from fusionlint.semantic.flags_ast import flag_params_ast
 from fusionlint.semantic.values import NOTHING, TENSOR, LocalValues, Value, dotted, function_values, holds_no_tensor, resolve
@@ -898,7 +899,7 @@ def summarize(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        tree = ast.parse(text)
+        tree = pyast.parse(text)
         out = FileSummary(path, module, is_package, hash(text))
         if keep_units:
             reuse = previous.units if previous is not None and previous.module == module and previous.units else {}
