@@ -205,6 +205,8 @@ class Narrow:
   def b(self):
     return 2
 ''',
+    "lines of spaces alone between definitions and methods": "x = 1\n\n    \ndef f():\n    return 1\n\n\t\n\ndef g():\n"
+    "    pass\n\n\nclass A:\n    def m(self):\n        pass\n\t\n\n    def n(self):\n        pass\n\n\ndef h():\n    pass\n",
     "a carriage return (parsed whole)": "def f():\r\n    return 1\r\n\r\n\r\ndef g():\r\n    return 2\r\n",
 }
 
