@@ -74,3 +74,12 @@ def process_running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat[stat.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def cut_every(monkeypatch, piece_lines: int) -> None:
+    """Make ``fusionlint.pieces`` cut any text, short or long, about every ``piece_lines`` lines (1: at
+    every candidate), so that a test's small text goes through the parsers' piecewise path."""
+    from fusionlint import pieces
+
+    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
+    monkeypatch.setattr(pieces, "PIECE_LINES", piece_lines)

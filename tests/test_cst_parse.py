@@ -6,6 +6,7 @@ import libcst as cst
 import pytest
 
 from fusionlint import cst_parse, pieces
+from tests.helpers import cut_every
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -214,8 +215,7 @@ class Narrow:
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_a_text_parsed_in_pieces_is_the_whole_texts_tree(layout, monkeypatch):
     text = LAYOUTS[layout]
-    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
-    monkeypatch.setattr(pieces, "PIECE_LINES", 1)
+    cut_every(monkeypatch, 1)
     parses = []
     real_parse = cst.parse_module
     monkeypatch.setattr(cst, "parse_module", lambda t, *a, **k: parses.append(t) or real_parse(t, *a, **k))
@@ -227,10 +227,9 @@ def test_a_text_parsed_in_pieces_is_the_whole_texts_tree(layout, monkeypatch):
         assert len(parses) > 1  # it was parsed in pieces (or began to be, for the match)
 
 
-def test_a_cut_inside_a_string_joins_that_piece_with_the_next(monkeypatch):
+def test_a_cut_inside_a_string_joins_that_piece_with_the_next():
     text = LAYOUTS["a def at column 0 inside a string (the piece before it does not parse alone)"]
-    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
-    cuts = pieces.cuts(text, 1)
+    cuts = pieces.cuts(text, piece_lines=1, split_lines=0)
     assert len(cuts) == 3  # two inside the string, one before `def real`
     module = cst_parse._in_pieces(text, cuts)
     assert module is not None and module.deep_equals(cst.parse_module(text))
@@ -238,8 +237,7 @@ def test_a_cut_inside_a_string_joins_that_piece_with_the_next(monkeypatch):
 
 def test_a_long_classs_methods_are_pieces_of_their_own(monkeypatch):
     text = LAYOUTS["methods of a long class, with comments and blank lines between them"]
-    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
-    cuts = pieces.cuts(text, 1)
+    cuts = pieces.cuts(text, piece_lines=1, split_lines=0)
     assert [indent for _, indent in cuts].count("    ") >= 5
     parsed = []
     real_parse = cst.parse_module
@@ -258,8 +256,7 @@ def test_short_texts_are_not_cut():
 
 @pytest.mark.parametrize("path", sorted((HERE / "fusionlint").glob("*.py"))[:12], ids=lambda p: p.name)
 def test_our_own_sources_in_pieces(path, monkeypatch):
-    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
-    monkeypatch.setattr(pieces, "PIECE_LINES", 20)
+    cut_every(monkeypatch, 20)
     text = path.read_text(encoding="utf-8")
     ours = cst_parse.parse(text)
     assert ours.code == text

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from fusionlint import pieces, pyast
+from fusionlint import pyast
+from tests.helpers import cut_every
 from tests.test_cst_parse import LAYOUTS
 
 HERE = Path(__file__).resolve().parent.parent
@@ -18,8 +19,7 @@ def _whole(text: str) -> str:
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_layouts_in_pieces(layout, monkeypatch):
     text = LAYOUTS[layout]
-    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
-    monkeypatch.setattr(pieces, "PIECE_LINES", 1)
+    cut_every(monkeypatch, 1)
     compiled = []
     real = compile
     monkeypatch.setattr(pyast, "compile", lambda t, *a, **k: compiled.append(t) or real(t, *a, **k), raising=False)
@@ -32,15 +32,13 @@ def test_layouts_in_pieces(layout, monkeypatch):
 
 @pytest.mark.parametrize("path", sorted((HERE / "fusionlint").rglob("*.py"))[:40], ids=lambda p: p.name)
 def test_our_sources_in_pieces(path, monkeypatch):
-    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
-    monkeypatch.setattr(pieces, "PIECE_LINES", 10)
+    cut_every(monkeypatch, 10)
     text = path.read_text(encoding="utf-8")
     assert ast.dump(pyast.parse(text, "f.py"), include_attributes=True) == _whole(text)
 
 
 def test_a_syntax_error_is_the_whole_texts(monkeypatch):
-    monkeypatch.setattr(pieces, "SPLIT_LINES", 0)
-    monkeypatch.setattr(pieces, "PIECE_LINES", 1)
+    cut_every(monkeypatch, 1)
     text = "def f():\n    return 1\n\n\ndef g(:\n    pass\n\n\ndef h():\n    return (\n"
     with pytest.raises(SyntaxError) as whole:
         compile(text, "f.py", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
