@@ -33,6 +33,7 @@ from fusionlint import cst_parse, torch_target
 from fusionlint.heap import return_free_memory
 from fusionlint.analysis.project import ProjectIndex
 from fusionlint.outline import Outline
+from fusionlint.plan_inputs import COMPILED_MARKERS
 from fusionlint.precheck import Rejection, judge_outline, parse_outline, syntax_error
 from fusionlint import sparse as sparse_mod
 from fusionlint.incremental import GroupMemo
@@ -43,9 +44,6 @@ from fusionlint.registry import all_rules, handled_node_types
 from fusionlint.rule import INTERNAL_ERROR_CODE, Edit, Effect, FileError, Finding, Fix, Rule
 from fusionlint.suppress import Suppressions
 
-# A file without any of these cannot contain code torch.compile traces (forward methods,
-# autograd Functions, torch.compile'd functions), so compiled-scope rules can skip it unparsed.
-_COMPILED_MARKERS = ("forward", "compile", "Function", "backward")
 _SKIP_FILE = re.compile(r"#\s*fusionlint\s*:\s*skip-file\b")
 # Characters of a file after whose lint the free C heap is handed back (about a thousand lines)
 _LONG_TEXT = 40_000
@@ -151,12 +149,18 @@ class Engine:
         assert done is not None
         return done
 
-    def _outline(self, source: str, path: str) -> "Outline | tuple[Outline, ast.Module] | Rejection":
-        """The file's outline from an editor's summary of this text, else from a parse here (with
-        the CPython tree it read)."""
+    def _outline(self, source: str, path: str) -> "Outline | tuple[Outline, ast.Module | sparse_mod.CodeNames] | Rejection":
+        """The file's outline from an editor's summary of this text, or with what the plan reads of
+        CPython's tree from the run's summary of it (``fusionlint.plan_inputs``), else from a parse
+        here (with the CPython tree it read)."""
         summary = self.model.files.get(path)
         if summary is not None and summary.outline is not None and summary.text_hash == hash(source):
             return judge_outline(summary.outline, source)
+        store = self.model.plan_inputs
+        made = store.get(path, source) if store is not None and summary is not None else None
+        if made is not None:  # what the summary's parse of this very text gave (no second parse)
+            outline = judge_outline(made.outline, source)
+            return outline if isinstance(outline, Rejection) else (outline, made.names)
         return parse_outline(source, path)
 
     def _plan(
@@ -246,7 +250,9 @@ class Engine:
         if self.model.has(path):  # the project model knows exactly which functions are compiled
             compiled_possible = self.model.has_compiled(path)
         else:
-            compiled_possible = any(marker in source for marker in _COMPILED_MARKERS)
+            # no marker: no code torch.compile traces (forward methods, autograd Functions, torch.compile'd
+            # functions), so compiled-scope rules can skip it unparsed
+            compiled_possible = any(marker in source for marker in COMPILED_MARKERS)
         out = []
         for rule in self.rules:
             if rule.scope == "compiled" and not compiled_possible:

@@ -120,6 +120,7 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     from fusionlint.engine import Engine
     from fusionlint.project.ahead import SummariesAhead
     from fusionlint.project.model import Project
+    from fusionlint.plan_inputs import PlanInputStore
 
     # Streamed: each file's text is read, indexed and summarised here, then dropped; linting reads it
     # again (a file changed in between is that file's error). Keeping every text until the end made
@@ -131,21 +132,24 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     cyclic_gc = gc.isenabled()
     gc.disable()
     ahead: Optional[SummariesAhead] = None
+    # what each file's lint reads of CPython's tree, made by the summary's parse (fusionlint/plan_inputs.py)
+    plan_inputs = PlanInputStore.create()
     try:
         sources: list[_Source] = []
         snapshots: dict[Path, Snapshot] = {}
         project = ProjectIndex()
         model = Project()
+        model.plan_inputs = plan_inputs
         shown_as = DisplayPaths(settings.root)
         # forked workers summarise the files while this process reads and indexes them (with the cache,
         # those whose summary it does not hold, and they store what they make there)
         others: list[Path] = []  # the project's other files, which the model also summarises
         if cache is None and not options.fix:
             others = _other_project_files(files, settings, paths)
-            ahead = SummariesAhead.start(files + others, shown_as, _jobs(options))
+            ahead = SummariesAhead.start(files + others, shown_as, _jobs(options), plan_inputs=plan_inputs)
         elif cache is not None:
             missing, keeper = cache.to_summarise()
-            ahead = SummariesAhead.start(missing, shown_as, _jobs(options), keeper=keeper)
+            ahead = SummariesAhead.start(missing, shown_as, _jobs(options), keeper=keeper, plan_inputs=plan_inputs)
         waiting: list[tuple[str, Path, int]] = []  # (shown, path, hash of the text read): summarised ahead
         for path in files:
             shown = shown_as(path)
@@ -223,6 +227,10 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         # build made to find almost none (timm + transformers: 1,694 objects for 0.23-0.26 CPU s; 0.03 s
         # on a run of a dozen files).
         gc.freeze()  # also keeps forked workers from touching (and so copying) those pages
+    except BaseException:
+        if plan_inputs is not None:
+            plan_inputs.close()
+        raise
     finally:
         if ahead is not None:  # (closed already, unless something above raised)
             ahead.close()
@@ -241,6 +249,8 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
         out.files_linted = len(to_check)
     finally:
         gc.unfreeze()
+        if plan_inputs is not None:
+            plan_inputs.close()
     if serving:
         cache.finish([(source.shown, one) for source, one in zip(sources, runs)])
     elif cache is not None:  # the manifest only: no entry, and no snapshot of a tree it may have changed

@@ -150,18 +150,22 @@ def cut_pieces(source: str, pieces: list[tuple[int, int, Unit]]) -> tuple[str, s
     return "".join(blank_pieces), "".join(cut_texts), LineMap(runs)
 
 
-def plan(source: str, outline: Outline, model, path: str, file_triggers, tree: Optional[ast.Module] = None) -> Optional[SparsePlan]:
+def plan(source: str, outline: Outline, model, path: str, file_triggers,
+         tree: "ast.Module | CodeNames | None" = None) -> Optional[SparsePlan]:
     """The sparse text of ``source`` (outlined as ``outline``), or None when nothing can be blanked.
-    ``tree``: CPython's tree of ``source``, when the caller has it."""
+    ``tree``: CPython's tree of ``source`` when the caller has it, or what this reads of it (``prepare``)."""
     units = outline.units
     if not units or outline.default_indent is None:
         return None
-    if tree is None:
-        try:  # CPython's tree, for the names the code uses (~a tenth of a libcst parse)
-            tree = pyast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-    used = code_names(tree)
+    if isinstance(tree, CodeNames):  # made ahead from CPython's tree of this very text (``prepare``)
+        used = tree
+    else:
+        if tree is None:
+            try:  # CPython's tree, for the names the code uses (~a tenth of a libcst parse)
+                tree = pyast.parse(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        used = code_names(tree)
     if len(used.units) != len(units):
         return None
     compiled_roots, compiled_methods = _compiled(model, path)
@@ -205,9 +209,9 @@ def plan(source: str, outline: Outline, model, path: str, file_triggers, tree: O
     described: dict[tuple[int, int], MethodFacts] = {}
     for (i, j), k in method_keep.items():
         m = used.units[i].methods[j]
-        if k or m.node is None:
+        if k or not m.describable():
             continue
-        facts = method_facts(units[i].name, m.node, source, method_texts[(i, j)], starts) if class_counts[units[i].name] == 1 else None
+        facts = m.describe(units[i].name, source, method_texts[(i, j)], starts) if class_counts[units[i].name] == 1 else None
         if facts is None:
             method_keep[(i, j)] = True
         else:
@@ -334,6 +338,18 @@ class _MethodNames:
     others: set = field(default_factory=set)  # attributes it assigns on anything but self
     calls_assigned: set = field(default_factory=set)  # callees of its `x = f(...)` (a logger factory?)
     node: Optional[ast.AST] = None  # __init__ or a method writing self.<attr>: described when left out
+    # ``node``'s description made ahead (``prepare``, which drops the node): ``facts`` (None where it
+    # cannot be described) when ``made``
+    facts: Optional["MethodFacts"] = None
+    made: bool = False
+
+    def describable(self) -> bool:
+        return self.node is not None or self.made
+
+    def describe(self, cls_name: str, source: str, text: str, starts: list[int]) -> Optional["MethodFacts"]:
+        if self.node is not None:
+            return method_facts(cls_name, self.node, source, text, starts)
+        return self.facts
 
 
 @dataclass
@@ -360,6 +376,21 @@ class CodeNames:
 # them (__init__, __enter__, __call__...), and any method writing self.<attr> or registering a buffer
 # or parameter, since the per-file pass collects a class's attribute facts from every method.
 _REGISTERS = frozenset({"register_buffer", "register_parameter"})
+
+
+def prepare(tree: ast.Module, source: str) -> CodeNames:
+    """What ``plan`` reads of CPython's ``tree`` of ``source``, with no node of it kept but the imports:
+    the names, and the description of each method that may be left out (made whatever the plan
+    decides; whether a description is used is decided from the model, which is not built yet)."""
+    used = code_names(tree)
+    definitions = [s for s in tree.body if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    starts = line_starts(source)
+    for definition, unit in zip(definitions, used.units):
+        for m in unit.methods:
+            if m.node is not None:
+                text = source[starts[m.start - 1] : starts[m.end] if m.end < len(starts) else len(source)]
+                m.facts, m.made, m.node = m.describe(definition.name, source, text, starts), True, None
+    return used
 
 
 def code_names(tree: ast.Module) -> CodeNames:

@@ -22,6 +22,7 @@ summarises those files itself, as it did before.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import pickle
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Protocol
 
 from fusionlint.files import DEFAULT_MAX_BYTES, SourceError, decode_source
+from fusionlint.plan_inputs import PlanInputStore
 from fusionlint.project.model import module_name
 from fusionlint.project.summary import FileSummary, adopt, summarize
 
@@ -49,7 +51,7 @@ class SummariesAhead:
     for its slice; None when there is none."""
 
     def __init__(self, files: list[Path], shown_as: Callable[[Path], str], workers: int,
-                 keeper: Optional[Keeper] = None) -> None:
+                 keeper: Optional[Keeper] = None, plan_inputs: Optional[PlanInputStore] = None) -> None:
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
         self._slice_of: dict[str, int] = {}
         self._slices: list[Optional[Future]] = []
@@ -58,14 +60,14 @@ class SummariesAhead:
             jobs = [(path, shown_as(path)) for path in part]
             for _, shown in jobs:
                 self._slice_of[shown] = number
-            self._slices.append(self._pool.submit(_summarise_slice, jobs, keeper))
+            self._slices.append(self._pool.submit(_summarise_slice, jobs, keeper, plan_inputs))
 
     @classmethod
     def start(cls, files: list[Path], shown_as: Callable[[Path], str], workers: int,
-              keeper: Optional[Keeper] = None) -> Optional["SummariesAhead"]:
+              keeper: Optional[Keeper] = None, plan_inputs: Optional[PlanInputStore] = None) -> Optional["SummariesAhead"]:
         if workers <= 1 or len(files) < MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
             return None
-        return cls(files, shown_as, workers, keeper)
+        return cls(files, shown_as, workers, keeper, plan_inputs)
 
     def __contains__(self, shown: str) -> bool:
         """Is a worker making this file's summary (not yet taken with ``get``)?"""
@@ -115,7 +117,8 @@ def _balanced(files: list[Path], parts: int) -> list[list[Path]]:
     return [part for part in out if part]
 
 
-def _summarise_slice(jobs: list[tuple[Path, str]], keeper: Optional[Keeper] = None) -> list[tuple[str, bytes]]:
+def _summarise_slice(jobs: list[tuple[Path, str]], keeper: Optional[Keeper] = None,
+                     plan_inputs: Optional[PlanInputStore] = None) -> list[tuple[str, bytes]]:
     out = []
     for path, shown in jobs:
         try:
@@ -124,7 +127,8 @@ def _summarise_slice(jobs: list[tuple[Path, str]], keeper: Optional[Keeper] = No
         except (SourceError, OSError):
             continue  # the run reads it, and reports why it cannot
         module, is_package = module_name(path)
-        made = summarize(text, shown, module, is_package)
+        with_tree = functools.partial(plan_inputs.put, shown, text) if plan_inputs is not None else None
+        made = summarize(text, shown, module, is_package, with_tree=with_tree)
         if made is not None:
             # one pickle per file: the run unpickles and adopts one at a time, so the copies adopt drops
             # leave holes the next file fills (a slice unpickled at once left the model's memory

@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Optional
 from fusionlint.analysis.names import through_aliases
 from fusionlint.analysis.project import MODULE_ROOTS, is_autograd_function_base, is_torch_module_base
 from fusionlint.pickling import by_fields
+from fusionlint.plan_inputs import PlanInputStore
 from fusionlint.project.reasons import BREAK, At, Reason, TwoCalls, Why, render
 from fusionlint.project.summary import (
     DIM_SIZE, DIM_SIZES, HOST_VALUE, LOOP_INDEX, NO_NAMES, NOT_NONE, SIZE, SIZES_PASSED, SELF_TRUTH, SELF_TRUTH_AT_ENTRY,
@@ -125,6 +126,8 @@ class Project:
         self.before_propagation: Optional[Callable[[], None]] = None
         self._name_generation = -1  # the name index's generation the caches below were built on
         self._bodies_dropped = False  # ``drop_bodies``: the propagation cannot run again
+        # where a run keeps what each summarised file's lint reads of CPython's tree (None: nowhere)
+        self.plan_inputs: Optional[PlanInputStore] = None
 
     # -- building -------------------------------------------------------------------------------
     def add(self, shown: str, path: Optional[Path], text: str) -> None:
@@ -136,7 +139,9 @@ class Project:
             module, is_package = old.module, old.is_package
         else:
             module, is_package = module_name(path if path is not None else Path(shown))
-        summary = summarize(text, shown, module, is_package, previous=old, keep_units=self.keep_units)
+        store = self.plan_inputs
+        with_tree = (lambda tree: store.put(shown, text, tree)) if store is not None else None
+        summary = summarize(text, shown, module, is_package, previous=old, keep_units=self.keep_units, with_tree=with_tree)
         if old is None and summary is None:
             return  # unparsable before and now: nothing the derived facts read has changed
         if summary is None and self.keep_units:

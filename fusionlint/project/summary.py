@@ -15,7 +15,7 @@ import gc
 import struct
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from fusionlint.analysis.judge import TENSOR_METHODS
 from fusionlint.analysis.names import is_overload_stub
@@ -886,13 +886,15 @@ def _is_size(node: ast.expr, shaped: frozenset[str] = frozenset()) -> bool:
 
 
 def summarize(
-    text: str, path: str, module: str, is_package: bool, previous: Optional[FileSummary] = None, keep_units: bool = False
+    text: str, path: str, module: str, is_package: bool, previous: Optional[FileSummary] = None, keep_units: bool = False,
+    with_tree: Optional[Callable[[ast.Module], None]] = None,
 ) -> Optional[FileSummary]:
     """The summary of one file, or None when CPython cannot parse it (the engine reports that).
 
     ``keep_units``: remember what each top-level definition added, and take it from ``previous``
     (an earlier summary of the same file) where the definition's text, line and the aliases before
-    it are the same."""
+    it are the same. ``with_tree``: called with CPython's tree once the summary is made (the lint's
+    plan inputs are made from it, ``fusionlint.plan_inputs``)."""
     # An ast tree has no reference cycles: the cyclic collector, run again and again while its many
     # objects are allocated, would only re-scan every long-lived object of the run (measured: the
     # summaries cost twice as much with it on).
@@ -919,6 +921,8 @@ def summarize(
     finally:
         if enabled:
             gc.enable()
+    if with_tree is not None:  # (outside the try: what it raises is not the text's failure to parse)
+        with_tree(tree)
     return out
 
 
