@@ -141,3 +141,16 @@ def test_inputs_are_only_for_the_text_they_were_made_from(tmp_path):
     assert store.get("m.py", DESCRIBED) is None
     store.put("plain.py", "x = 1\n", pyast.parse("x = 1\n"))  # no compiled-code marker: nothing kept
     assert store.get("plain.py", "x = 1\n") is None
+
+
+def test_a_cached_run_of_files_summarised_ahead_serves_the_next_run(tmp_path):
+    # the lint reads the store through the cache's recording model: a question it does not know
+    # would make every entry uncacheable, and the next run would lint every file again
+    from fusionlint.project.ahead import MIN_FILES
+
+    root = _project(tmp_path, MIN_FILES)
+    first = runner.run([str(root)], Settings(root=root), RunOptions(jobs=2, cache=True))
+    again = runner.run([str(root)], Settings(root=root), RunOptions(jobs=2, cache=True))
+    assert first.files_linted == MIN_FILES + 1 and first.result.findings
+    assert again.files_linted == 0
+    assert [vars(f) for f in again.result.findings] == [vars(f) for f in first.result.findings]

@@ -166,6 +166,10 @@ class RecordingModel:
     def add(self, shown, path, text) -> None:  # the linted file's own text: part of the entry's key
         self._model.add(shown, path, text)
 
+    @property
+    def plan_inputs(self):  # what the file's own text parses to (fusionlint.plan_inputs): no cross-file fact
+        return self._model.plan_inputs
+
     def has(self, shown: str) -> bool:
         return self._rec.log(("model.has", shown), self._model.has(shown))
 
