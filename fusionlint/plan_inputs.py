@@ -44,13 +44,16 @@ class PlanInputs:
 class PlanInputStore:
     """``put`` a summarised file's plan inputs; ``get`` them back for the very same text."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, linted: Optional[frozenset[str]] = None) -> None:
         self.directory = directory
+        # the display paths of the files the run lints (None: any): the model also summarises the
+        # project's other files (pre-commit names a few files of thousands), whose inputs no one reads
+        self.linted = linted
 
     @classmethod
-    def create(cls) -> Optional["PlanInputStore"]:
+    def create(cls, linted: Optional[frozenset[str]] = None) -> Optional["PlanInputStore"]:
         try:
-            return cls(tempfile.mkdtemp(prefix="fusionlint-plan-"))
+            return cls(tempfile.mkdtemp(prefix="fusionlint-plan-"), linted)
         except OSError:  # no writable temporary directory: every linted file is parsed again
             return None
 
@@ -59,6 +62,8 @@ class PlanInputStore:
 
     def put(self, shown: str, text: str, tree: ast.Module) -> None:
         """Store the plan inputs of ``text`` (``shown``), made from its CPython ``tree``."""
+        if self.linted is not None and shown not in self.linted:
+            return
         if not any(marker in text for marker in COMPILED_MARKERS):
             return
         from fusionlint import sparse  # (libcst under it: imported only by a run that analyses files)

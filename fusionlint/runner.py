@@ -133,14 +133,14 @@ def run(paths: list[str], settings: Settings, options: RunOptions = RunOptions()
     gc.disable()
     ahead: Optional[SummariesAhead] = None
     # what each file's lint reads of CPython's tree, made by the summary's parse (fusionlint/plan_inputs.py)
-    plan_inputs = PlanInputStore.create()
+    shown_as = DisplayPaths(settings.root)
+    plan_inputs = PlanInputStore.create(frozenset(shown_as(path) for path in files))
     try:
         sources: list[_Source] = []
         snapshots: dict[Path, Snapshot] = {}
         project = ProjectIndex()
         model = Project()
         model.plan_inputs = plan_inputs
-        shown_as = DisplayPaths(settings.root)
         # forked workers summarise the files while this process reads and indexes them (with the cache,
         # those whose summary it does not hold, and they store what they make there)
         others: list[Path] = []  # the project's other files, which the model also summarises

@@ -106,7 +106,7 @@ def test_a_run_lints_each_summarised_file_without_parsing_it_again(tmp_path, mon
     assert len(kept) == 3  # one per model file; helpers.py holds no marker
     assert not os.path.exists(store.directory)  # removed when the run ends
 
-    monkeypatch.setattr(PlanInputStore, "create", classmethod(lambda cls: None))
+    monkeypatch.setattr(PlanInputStore, "create", classmethod(lambda cls, linted=None: None))
     without = _run(root, jobs=1)
     assert len(parses) == 3  # each model file parsed again by the lint
     assert [vars(f) for f in with_store.result.findings] == [vars(f) for f in without.result.findings]
@@ -154,3 +154,23 @@ def test_a_cached_run_of_files_summarised_ahead_serves_the_next_run(tmp_path):
     assert first.files_linted == MIN_FILES + 1 and first.result.findings
     assert again.files_linted == 0
     assert [vars(f) for f in again.result.findings] == [vars(f) for f in first.result.findings]
+
+
+def test_only_the_linted_files_inputs_are_made(tmp_path, monkeypatch):
+    # pre-commit names a few files: the model summarises the whole project, the lint reads three inputs
+    from fusionlint.project.ahead import MIN_FILES
+
+    root = _project(tmp_path, MIN_FILES)
+    counts: list[int] = []
+    real_close = PlanInputStore.close
+
+    def closing(self):
+        counts.append(len(os.listdir(self.directory)))
+        real_close(self)
+
+    monkeypatch.setattr(PlanInputStore, "close", closing)
+    named = [str(root / f"model_{n}.py") for n in range(3)]
+    for jobs in (1, 2):
+        run = runner.run(named, Settings(root=root), RunOptions(jobs=jobs, cache=False))
+        assert run.files_linted == 3 and run.result.findings
+    assert counts == [3, 3]
