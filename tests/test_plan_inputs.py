@@ -82,6 +82,19 @@ def _run(root: Path, jobs: int):
     return runner.run([str(root)], Settings(root=root), RunOptions(jobs=jobs, cache=False))
 
 
+def _stored_at_close(monkeypatch) -> list[tuple[PlanInputStore, list[str]]]:
+    """Each store the runs close, with the files it held then."""
+    stores: list[tuple[PlanInputStore, list[str]]] = []
+    real_close = PlanInputStore.close
+
+    def closing(self):
+        stores.append((self, sorted(os.listdir(self.directory))))
+        real_close(self)
+
+    monkeypatch.setattr(PlanInputStore, "close", closing)
+    return stores
+
+
 def test_a_run_lints_each_summarised_file_without_parsing_it_again(tmp_path, monkeypatch):
     root = _project(tmp_path, 3)
     parses: list[str] = []
@@ -92,14 +105,7 @@ def test_a_run_lints_each_summarised_file_without_parsing_it_again(tmp_path, mon
         return real(source, path)
 
     monkeypatch.setattr(engine_mod, "parse_outline", counting)
-    stores: list[tuple[PlanInputStore, list[str]]] = []
-    real_close = PlanInputStore.close
-
-    def closing(self):
-        stores.append((self, sorted(os.listdir(self.directory))))
-        real_close(self)
-
-    monkeypatch.setattr(PlanInputStore, "close", closing)
+    stores = _stored_at_close(monkeypatch)
     with_store = _run(root, jobs=1)
     assert with_store.result.findings and parses == []
     (store, kept), = stores
@@ -116,16 +122,9 @@ def test_the_summary_workers_store_the_inputs(tmp_path, monkeypatch):
     from fusionlint.project.ahead import MIN_FILES
 
     root = _project(tmp_path, MIN_FILES)
-    counts: list[int] = []
-    real_close = PlanInputStore.close
-
-    def closing(self):
-        counts.append(len(os.listdir(self.directory)))
-        real_close(self)
-
-    monkeypatch.setattr(PlanInputStore, "close", closing)
+    stores = _stored_at_close(monkeypatch)
     run = _run(root, jobs=2)
-    assert counts == [MIN_FILES]  # written by the forked summary workers, read by the lint workers
+    assert [len(kept) for _, kept in stores] == [MIN_FILES]  # written by the forked summary workers, read by the lint workers
     in_one_process = _run(root, jobs=1)
     assert run.result.findings and [vars(f) for f in run.result.findings] == [vars(f) for f in in_one_process.result.findings]
 
@@ -161,16 +160,9 @@ def test_only_the_linted_files_inputs_are_made(tmp_path, monkeypatch):
     from fusionlint.project.ahead import MIN_FILES
 
     root = _project(tmp_path, MIN_FILES)
-    counts: list[int] = []
-    real_close = PlanInputStore.close
-
-    def closing(self):
-        counts.append(len(os.listdir(self.directory)))
-        real_close(self)
-
-    monkeypatch.setattr(PlanInputStore, "close", closing)
+    stores = _stored_at_close(monkeypatch)
     named = [str(root / f"model_{n}.py") for n in range(3)]
     for jobs in (1, 2):
         run = runner.run(named, Settings(root=root), RunOptions(jobs=jobs, cache=False))
         assert run.files_linted == 3 and run.result.findings
-    assert counts == [3, 3]
+    assert [len(kept) for _, kept in stores] == [3, 3]
